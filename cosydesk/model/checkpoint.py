@@ -1,0 +1,80 @@
+"""Strict loading of the official llm.pt / flow.pt / hift.pt state dicts into our modules.
+
+Accepted variations (both occur in released checkpoints):
+- weight norm stored as ``*.weight_g`` / ``*.weight_v`` (legacy) or ``*.parametrizations.weight.original0/1``;
+- hift keys prefixed with ``generator.`` (checkpoints saved from the GAN wrapper).
+Anything else that does not match — a missing key, an unexpected key, a tensor of the wrong shape — is an
+error that names the file and the key. Nothing is loaded partially: the module is only touched once
+every key checks out.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be read or does not match the model described by the yaml."""
+
+
+_LEGACY_WEIGHT_NORM = {".weight_g": ".parametrizations.weight.original0", ".weight_v": ".parametrizations.weight.original1"}
+
+
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """Read a torch.save'd state dict safely (weights_only), with a clear error for a missing or corrupt file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} is missing")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, OSError) as err:
+        raise CheckpointError(f"checkpoint {path} is corrupt or not a torch state dict ({type(err).__name__})") from err
+    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"checkpoint {path} does not hold a state dict of tensors")
+    return dict(state)
+
+
+def normalise_keys(state: Mapping[str, torch.Tensor], strip_prefix: str | None = None) -> dict[str, torch.Tensor]:
+    """Map legacy weight-norm names to parametrization names and drop an optional leading prefix."""
+    out: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        if strip_prefix and key.startswith(strip_prefix):
+            key = key[len(strip_prefix):]
+        for old, new in _LEGACY_WEIGHT_NORM.items():
+            if key.endswith(old):
+                key = key[: -len(old)] + new
+                break
+        out[key] = value
+    return out
+
+
+def load_strict(module: nn.Module, state: Mapping[str, torch.Tensor], source: str, strip_prefix: str | None = None) -> None:
+    """Load ``state`` into ``module`` requiring an exact key and shape match; raise CheckpointError naming the key."""
+    state = normalise_keys(state, strip_prefix)
+    expected = module.state_dict()
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    if missing:
+        raise CheckpointError(f"{source}: missing key {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    if unexpected:
+        raise CheckpointError(
+            f"{source}: unexpected key {unexpected[0]!r}" + (f" (and {len(unexpected) - 1} more)" if len(unexpected) > 1 else "")
+            + " - the file does not match the model described by the yaml"
+        )
+    for key, tensor in expected.items():
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"{source}: key {key!r} has shape {list(state[key].shape)}, the yaml's model needs {list(tensor.shape)}"
+            )
+    module.load_state_dict(state, strict=True)
+
+
+def load_checkpoint(module: nn.Module, path: str | Path, strip_prefix: str | None = None) -> None:
+    """read_state_dict + load_strict."""
+    load_strict(module, read_state_dict(path), str(path), strip_prefix)

@@ -1,0 +1,55 @@
+"""Shared test set-up: offscreen Qt, fixture paths, numeric comparison helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "cosyvoice-official"
+
+
+def fixture_dir(version: str) -> Path:
+    """Folder of the official tiny fixture for 'v1', 'v2' or 'v3'."""
+    return FIXTURES / f"{version}-tiny"
+
+
+def load_golden(version: str) -> dict[str, np.ndarray]:
+    with np.load(fixture_dir(version) / "golden.npz", allow_pickle=False) as z:
+        return {key: z[key] for key in z.files}
+
+
+def golden_meta(golden: dict[str, np.ndarray]) -> dict:
+    return json.loads(str(golden["meta_json"]))
+
+
+def assert_close(ours, ref, atol: float, what: str = "") -> None:
+    """max |ours - ref| <= atol, scaled by max|ref| when that is above 1 (the issue's tolerance rule)."""
+    ours = np.asarray(ours.detach().cpu() if hasattr(ours, "detach") else ours, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    assert ours.shape == ref.shape, f"{what}: shape {ours.shape} != reference {ref.shape}"
+    scale = max(1.0, float(np.abs(ref).max()) if ref.size else 1.0)
+    err = float(np.abs(ours - ref).max()) if ref.size else 0.0
+    assert err <= atol * scale, f"{what}: max abs error {err:.3g} > {atol * scale:.3g}"
+
+
+@pytest.fixture(scope="session")
+def golden_v1():
+    return load_golden("v1")
+
+
+@pytest.fixture(scope="session")
+def golden_v2():
+    return load_golden("v2")
+
+
+@pytest.fixture(scope="session")
+def golden_v3():
+    return load_golden("v3")
