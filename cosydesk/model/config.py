@@ -190,7 +190,7 @@ def find_model_yaml(model_dir: str | Path) -> tuple[Path, str]:
     """Return (yaml path, version) for an official model folder, checking v3, v2 then v1 like the official AutoModel."""
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
-        raise ConfigError(f"model folder {model_dir} does not exist")
+        raise ConfigError(f"model folder {model_dir} does not exist (not a CosyVoice model folder)")
     for name in ("cosyvoice3.yaml", "cosyvoice2.yaml", "cosyvoice.yaml"):
         if (model_dir / name).is_file():
             return model_dir / name, VERSION_BY_YAML[name]

@@ -1,0 +1,107 @@
+"""One loaded CosyVoice model: the three networks built from the folder's yaml, with their weights.
+
+This module only wires things together: it picks the classes for the version, builds them from the yaml
+sizes, loads llm.pt / flow.pt / hift.pt strictly and moves them to a device/dtype. No threads, no caches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from cosydesk.model.checkpoint import CheckpointError, load_checkpoint
+from cosydesk.model.config import ConfigError, Node, load_model_config
+
+
+@dataclass
+class CosyVoiceModel:
+    """The networks of one model folder. ``llm``, ``flow``, ``hift`` are torch modules in eval mode."""
+
+    version: str
+    model_dir: Path
+    config: dict[str, Any]
+    llm: nn.Module
+    flow: nn.Module
+    hift: nn.Module
+    device: torch.device
+    dtype: torch.dtype
+    spk2info: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.config["sample_rate"])
+
+    @property
+    def token_mel_ratio(self) -> int:
+        return int(self.config.get("token_mel_ratio", 1) or 1)
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Parameters per network, shared (tied) tensors counted once, as the official numbers are."""
+        return {name: count_parameters(getattr(self, name)) for name in ("llm", "flow", "hift")}
+
+
+def count_parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())  # parameters() already de-duplicates tied tensors
+
+
+def build_llm(version: str, node: Node, model_dir: Path) -> nn.Module:
+    if version == "v1":
+        from cosydesk.model.llm_v1 import TransformerLM
+
+        return TransformerLM.from_config(node)
+    from cosydesk.model import llm_qwen
+
+    cls = llm_qwen.Qwen2LM if version == "v2" else llm_qwen.CosyVoice3LM
+    return cls.from_config(node, model_dir)
+
+
+def build_networks(version: str, config: dict[str, Any], model_dir: Path) -> tuple[nn.Module, nn.Module, nn.Module]:
+    """Build (llm, flow, hift) with random init from the parsed yaml."""
+    from cosydesk.model.flow import build_flow
+    from cosydesk.model.hift import build_hift
+
+    return build_llm(version, config["llm"], model_dir), build_flow(config["flow"]), build_hift(config["hift"])
+
+
+def read_spk2info(path: Path) -> dict[str, dict[str, torch.Tensor]]:
+    """spk2info.pt: {speaker: {'embedding': [1,192], ...zero-shot prompt tensors...}}; missing file -> {}."""
+    if not path.is_file():
+        return {}
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any unpickling failure means the same thing to the user
+        raise CheckpointError(f"{path} is corrupt or not a speaker table ({type(err).__name__})") from err
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise CheckpointError(f"{path} does not hold a speaker table (dict of dicts)")
+    return data
+
+
+def load(model_dir: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> CosyVoiceModel:
+    """Open an official model folder (v1 cosyvoice.yaml, v2 cosyvoice2.yaml or v3 cosyvoice3.yaml)."""
+    model_dir = Path(model_dir)
+    version, config = load_model_config(model_dir)
+    llm, flow, hift = build_networks(version, config, model_dir)
+    for name, module, prefix in (("llm", llm, None), ("flow", flow, None), ("hift", hift, "generator.")):
+        load_checkpoint(module, model_dir / f"{name}.pt", strip_prefix=prefix)
+    device = torch.device(device)
+    for module in (llm, flow, hift):
+        module.to(device=device, dtype=dtype).eval()
+        module.requires_grad_(False)
+    return CosyVoiceModel(
+        version=version,
+        model_dir=model_dir,
+        config=config,
+        llm=llm,
+        flow=flow,
+        hift=hift,
+        device=device,
+        dtype=dtype,
+        spk2info=read_spk2info(model_dir / "spk2info.pt"),
+    )
+
+
+__all__ = ["CosyVoiceModel", "load", "build_networks", "count_parameters", "ConfigError", "CheckpointError"]
