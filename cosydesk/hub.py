@@ -1,0 +1,339 @@
+"""Model catalogue, downloads and local model-folder checks.
+
+What it is for: knowing which CosyVoice models exist, where they live on this machine, fetching them
+from the Hugging Face Hub (progress, cancel, resume) and telling a person precisely what is missing from
+a folder before the runtime tries to load it.
+
+What it must not do: import torch, Qt or the runtime. The CLI (`cosydesk models`) and the desktop app both
+use it, and it has to stay fast to import.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "cosydesk"
+
+#: Version -> (yaml file name, speech tokenizer onnx file name).
+_VERSION_FILES: dict[str, tuple[str, str]] = {
+    "v1": ("cosyvoice.yaml", "speech_tokenizer_v1.onnx"),
+    "v2": ("cosyvoice2.yaml", "speech_tokenizer_v2.onnx"),
+    "v3": ("cosyvoice3.yaml", "speech_tokenizer_v3.onnx"),
+}
+_WEIGHT_FILES = ("llm.pt", "flow.pt", "hift.pt")
+_BLANKEN = "CosyVoice-BlankEN"
+_BLANKEN_FILES = ("config.json",)
+_TOKENIZER_FILES = ("vocab.json", "merges.txt")
+
+# Only what inference needs; the repos also carry JIT/ONNX/TensorRT exports we never use.
+DOWNLOAD_PATTERNS: list[str] = [
+    "*.yaml",
+    "*.pt",
+    "campplus.onnx",
+    "speech_tokenizer_v*.onnx",
+    f"{_BLANKEN}/*",
+    "*.md",
+    "configuration.json",
+]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One entry of the catalogue."""
+
+    name: str  # also the folder name under the models dir
+    hf_repo: str
+    modelscope_repo: str
+    version: str  # "v1" | "v2" | "v3"
+    size_gb: float  # approximate download size of DOWNLOAD_PATTERNS
+    sample_rate: int
+    modes: tuple[str, ...]  # "sft" | "zero_shot" | "instruct" | "instruct2"
+    summary_en: str
+    summary_zh: str
+    recommended: bool = False
+
+
+CATALOGUE: tuple[ModelInfo, ...] = (
+    ModelInfo(
+        name="CosyVoice2-0.5B",
+        hf_repo="FunAudioLLM/CosyVoice2-0.5B",
+        modelscope_repo="iic/CosyVoice2-0.5B",
+        version="v2",
+        size_gb=4.0,
+        sample_rate=24000,
+        modes=("zero_shot", "instruct2"),
+        summary_en="Best streaming latency; clone a voice from a short sample; styles, dialects and emotions by instruction.",
+        summary_zh="流式延迟最低；用一小段录音克隆声音；可用指令控制风格、方言和情绪。",
+        recommended=True,
+    ),
+    ModelInfo(
+        name="Fun-CosyVoice3-0.5B-2512",
+        hf_repo="FunAudioLLM/Fun-CosyVoice3-0.5B-2512",
+        modelscope_repo="FunAudioLLM/Fun-CosyVoice3-0.5B-2512",
+        version="v3",
+        size_gb=4.9,
+        sample_rate=24000,
+        modes=("zero_shot", "instruct2"),
+        summary_en="Newest model: voice cloning and instructions, more languages; larger flow model.",
+        summary_zh="最新模型：声音克隆与指令控制，支持更多语言；流匹配模型更大。",
+    ),
+    ModelInfo(
+        name="CosyVoice-300M-SFT",
+        hf_repo="FunAudioLLM/CosyVoice-300M-SFT",
+        modelscope_repo="iic/CosyVoice-300M-SFT",
+        version="v1",
+        size_gb=2.3,
+        sample_rate=22050,
+        modes=("sft",),
+        summary_en="Seven built-in speakers (Chinese, English, Japanese, Cantonese, Korean); no sample needed.",
+        summary_zh="内置七个说话人（中文、英文、日语、粤语、韩语），无需录音。",
+    ),
+    ModelInfo(
+        name="CosyVoice-300M-Instruct",
+        hf_repo="FunAudioLLM/CosyVoice-300M-Instruct",
+        modelscope_repo="iic/CosyVoice-300M-Instruct",
+        version="v1",
+        size_gb=2.3,
+        sample_rate=22050,
+        modes=("sft", "instruct"),
+        summary_en="Built-in speakers plus persona and emotion instructions, <laughter> and <strong> tags.",
+        summary_zh="内置说话人，并支持人设与情绪指令以及 <laughter>、<strong> 标记。",
+    ),
+    ModelInfo(
+        name="CosyVoice-300M",
+        hf_repo="FunAudioLLM/CosyVoice-300M",
+        modelscope_repo="iic/CosyVoice-300M",
+        version="v1",
+        size_gb=2.3,
+        sample_rate=22050,
+        modes=("zero_shot",),
+        summary_en="Base model for voice cloning and cross-lingual speech from a sample.",
+        summary_zh="基础模型：根据录音克隆声音，支持跨语种合成。",
+    ),
+)
+
+DEFAULT_MODEL = next(m.name for m in CATALOGUE if m.recommended)
+
+
+def catalogue_entry(name: str) -> ModelInfo:
+    """The catalogue entry called `name` (case-insensitive; a HF repo id works too)."""
+    wanted = name.strip().lower()
+    for info in CATALOGUE:
+        if wanted in (info.name.lower(), info.hf_repo.lower()):
+            return info
+    known = ", ".join(m.name for m in CATALOGUE)
+    raise KeyError(f"unknown model {name!r}; known models: {known}")
+
+
+# ---------------------------------------------------------------------------------------------- paths
+
+
+def app_data_dir() -> Path:
+    """Per-user data folder (history, voice profiles, models). COSYDESK_DATA_DIR overrides it (tests, portable use)."""
+    override = os.environ.get("COSYDESK_DATA_DIR")
+    path = Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def default_models_dir() -> Path:
+    """Where downloaded models go: <user data>/models (COSYDESK_MODELS_DIR overrides it)."""
+    override = os.environ.get("COSYDESK_MODELS_DIR")
+    return Path(override) if override else app_data_dir() / "models"
+
+
+def installed_models(models_dir: Path | None = None) -> list[Path]:
+    """Folders under the models dir that hold a loadable model layout (no blocking problem)."""
+    root = Path(models_dir) if models_dir else default_models_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not check_model_dir(p).problems)
+
+
+# ------------------------------------------------------------------------------------------ validation
+
+
+@dataclass
+class ModelDirReport:
+    """What a folder holds.
+
+    problems: the runtime cannot load the model at all (missing yaml or weights).
+    missing_optional: the model loads but some features are off (e.g. no campplus.onnx -> no voice cloning).
+    """
+
+    path: Path
+    version: str | None = None
+    problems: list[str] = field(default_factory=list)
+    missing_optional: list[str] = field(default_factory=list)
+
+    @property
+    def loadable(self) -> bool:
+        return not self.problems
+
+    def all_messages(self) -> list[str]:
+        return self.problems + self.missing_optional
+
+
+def detect_version(path: Path) -> str | None:
+    """'v1' / 'v2' / 'v3' from the yaml file present, or None."""
+    for version, (yaml_name, _) in _VERSION_FILES.items():
+        if (Path(path) / yaml_name).is_file():
+            return version
+    return None
+
+
+def check_model_dir(path: str | os.PathLike) -> ModelDirReport:
+    """Inspect a model folder and sort what is missing into blocking and optional."""
+    folder = Path(path).expanduser()
+    report = ModelDirReport(path=folder)
+    if not folder.exists():
+        report.problems.append(f"{folder} does not exist")
+        return report
+    if not folder.is_dir():
+        report.problems.append(f"{folder} is a file, not a model folder")
+        return report
+
+    found = [_VERSION_FILES[v][0] for v in _VERSION_FILES if (folder / _VERSION_FILES[v][0]).is_file()]
+    if len(found) > 1:
+        report.problems.append(f"{folder} holds several model configs ({', '.join(found)}); keep one per folder")
+    version = detect_version(folder)
+    report.version = version
+    if version is None:
+        names = " / ".join(v[0] for v in _VERSION_FILES.values())
+        report.problems.append(
+            f"no model config in {folder}: expected one of {names} (is this the folder that contains llm.pt?)"
+        )
+
+    for name in _WEIGHT_FILES:
+        file = folder / name
+        if not file.is_file():
+            report.problems.append(f"{name} is missing (model weights)")
+        elif file.stat().st_size == 0:
+            report.problems.append(f"{name} is empty (an interrupted download?)")
+
+    if version in ("v2", "v3"):
+        blank = folder / _BLANKEN
+        if not blank.is_dir():
+            report.problems.append(f"{_BLANKEN}/ is missing (the text LLM config and tokenizer for {version} models)")
+        else:
+            for name in _BLANKEN_FILES:
+                if not (blank / name).is_file():
+                    report.problems.append(f"{_BLANKEN}/{name} is missing")
+            for name in _TOKENIZER_FILES:
+                if not (blank / name).is_file():
+                    report.missing_optional.append(f"{_BLANKEN}/{name} is missing (text tokenizer)")
+
+    if not (folder / "campplus.onnx").is_file():
+        report.missing_optional.append("campplus.onnx is missing (speaker encoder: voice profiles / cloning need it)")
+    if version is not None:
+        tokenizer = _VERSION_FILES[version][1]
+        if not (folder / tokenizer).is_file():
+            report.missing_optional.append(f"{tokenizer} is missing (speech tokenizer: voice profiles / cloning need it)")
+    elif not any(folder.glob("speech_tokenizer_v*.onnx")):
+        report.missing_optional.append("speech_tokenizer_v*.onnx is missing (speech tokenizer)")
+    return report
+
+
+def validate_model_dir(path: str | os.PathLike) -> list[str]:
+    """Everything missing from a model folder compared with a released one, as sentences; [] means complete."""
+    return check_model_dir(path).all_messages()
+
+
+# ------------------------------------------------------------------------------------------- download
+
+
+class DownloadError(RuntimeError):
+    """A download failed; the message is meant for a person."""
+
+
+class DownloadCancelled(DownloadError):
+    """The user cancelled; partial files stay in place so a later download resumes."""
+
+
+#: progress(done_bytes, total_bytes, message)
+ProgressCallback = Callable[[int, int, str], None]
+
+
+def _snapshot_download(**kwargs) -> str:
+    # Imported lazily: huggingface_hub is slow to import and tests replace this function.
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(**kwargs)
+
+
+def _progress_bar_class(progress: ProgressCallback | None, cancel: threading.Event | None):
+    """A tqdm stand-in that forwards byte counts to `progress` and aborts when `cancel` is set."""
+    from tqdm.auto import tqdm
+
+    class _Bar(tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs["disable"] = False
+            kwargs.setdefault("file", open(os.devnull, "w"))  # noqa: SIM115 - closed with the bar
+            super().__init__(*args, **kwargs)
+
+        def update(self, n=1):
+            if cancel is not None and cancel.is_set():
+                raise DownloadCancelled("download cancelled")
+            result = super().update(n)
+            if progress is not None and self.unit == "B":
+                progress(int(self.n), int(self.total or 0), str(self.desc or ""))
+            return result
+
+        def close(self):
+            stream = self.fp
+            super().close()
+            if stream is not None and getattr(stream, "name", "") == os.devnull:
+                stream.close()
+
+    return _Bar
+
+
+def _looks_offline(error: BaseException) -> bool:
+    text = f"{type(error).__name__} {error}".lower()
+    markers = ("connect", "resolve", "network", "offline", "timed out", "timeout", "name or service",
+               "localentrynotfound", "temporary failure", "unreachable")
+    return any(m in text for m in markers)
+
+
+def download_model(
+    name: str,
+    models_dir: Path | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> Path:
+    """Download catalogue model `name` into <models_dir>/<name>; returns that folder.
+
+    Re-running after an interruption resumes: huggingface_hub keeps partial files under the folder's
+    .cache and skips finished ones. Raises DownloadCancelled / DownloadError with a readable message.
+    """
+    info = catalogue_entry(name)
+    target = (Path(models_dir) if models_dir else default_models_dir()) / info.name
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        _snapshot_download(
+            repo_id=info.hf_repo,
+            local_dir=str(target),
+            allow_patterns=DOWNLOAD_PATTERNS,
+            tqdm_class=_progress_bar_class(progress, cancel),
+        )
+    except DownloadError:
+        raise
+    except Exception as error:  # noqa: BLE001 - every hub/network failure becomes one readable message
+        if cancel is not None and cancel.is_set():
+            raise DownloadCancelled("download cancelled") from error
+        if _looks_offline(error):
+            raise DownloadError(
+                f"Cannot reach huggingface.co to download {info.name} (no network?). "
+                f"Connect and try again, or download {info.hf_repo} elsewhere and use “Add folder…”."
+            ) from error
+        raise DownloadError(f"Downloading {info.hf_repo} failed: {error}") from error
+    report = check_model_dir(target)
+    if report.problems:
+        raise DownloadError(f"{info.name} downloaded but incomplete: " + "; ".join(report.problems))
+    return target
