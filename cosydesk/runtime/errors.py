@@ -1,0 +1,23 @@
+"""Errors a user can cause and fix. Each message names what was wrong and what would be right."""
+
+from __future__ import annotations
+
+
+class SynthesisError(ValueError):
+    """Base: bad input for synthesis (shown to the user as one line, never as a traceback)."""
+
+
+class EmptyTextError(SynthesisError):
+    pass
+
+
+class UnknownSpeakerError(SynthesisError):
+    pass
+
+
+class UnsupportedModeError(SynthesisError):
+    pass
+
+
+class PromptError(SynthesisError):
+    pass

@@ -1,0 +1,151 @@
+"""One sentence through the model: an LLM producer thread feeding a token2wav consumer.
+
+The producer pushes speech tokens into a ``TokenBuffer`` and notifies a condition variable; the consumer
+(the caller's thread, inside a generator) sleeps on that condition until the next chunk's tokens exist —
+there is no sleep/poll loop, so a chunk starts as soon as its last token arrives. All state belongs to the
+call: nothing is left behind when the generator finishes, fails or is closed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from cosydesk.runtime.schedule import ChunkCall, make_schedule
+from cosydesk.runtime.token2wav import Token2Wav
+
+
+class Cancelled(Exception):
+    """The caller's cancel event was set."""
+
+
+class TokenBuffer:
+    """Tokens produced so far, with a condition the consumer waits on."""
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.done = False
+        self.error: BaseException | None = None
+        self.first_token_time: float | None = None
+        self.last_token_time: float | None = None
+        self.condition = threading.Condition()
+
+    def push(self, token: int) -> None:
+        with self.condition:
+            now = time.perf_counter()
+            if self.first_token_time is None:
+                self.first_token_time = now
+            self.last_token_time = now
+            self.tokens.append(int(token))
+            self.condition.notify_all()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        with self.condition:
+            self.done = True
+            self.error = error
+            self.condition.notify_all()
+
+    def wait_for(self, count: int) -> tuple[int, bool]:
+        """Block until ``count`` tokens exist or production ended; returns (available, done)."""
+        with self.condition:
+            self.condition.wait_for(lambda: len(self.tokens) >= count or self.done)
+            if self.error is not None:
+                raise self.error
+            return len(self.tokens), self.done
+
+    def snapshot(self, end: int) -> torch.Tensor:
+        with self.condition:
+            return torch.tensor([self.tokens[:end]], dtype=torch.int32)
+
+
+@dataclass
+class SentenceInputs:
+    """Model-ready tensors for one sentence (CPU; moved to the device by the pipeline)."""
+
+    text: torch.Tensor                    # [1, N] int32 target text ids
+    prompt_text: torch.Tensor             # [1, P] int32 (prompt transcript or instruct text; may be empty)
+    llm_prompt_speech_token: torch.Tensor  # [1, S] int32 (may be empty)
+    llm_embedding: torch.Tensor           # [1, 192] or [0, 192]
+    flow_prompt_speech_token: torch.Tensor  # [1, S'] int32
+    prompt_speech_feat: torch.Tensor      # [1, F, 80]
+    flow_embedding: torch.Tensor          # [1, 192]
+    extra: dict = field(default_factory=dict)
+
+
+TokenSource = Callable[[SentenceInputs, threading.Event], Iterator[int]]
+
+
+@dataclass
+class ChunkResult:
+    pcm: torch.Tensor
+    timings: dict[str, float]
+    final: bool
+
+
+def run_sentence(
+    model,
+    inputs: SentenceInputs,
+    token_source: TokenSource,
+    stream: bool,
+    speed: float = 1.0,
+    cancel: threading.Event | None = None,
+    zero_noise: bool = False,
+    on_thread: Callable[[threading.Thread], None] | None = None,
+) -> Iterator[ChunkResult]:
+    """Synthesise one sentence; yields wave chunks (1-D tensors on the model's device) with timings."""
+    cancel = cancel or threading.Event()
+    stop = threading.Event()
+    buffer = TokenBuffer()
+
+    def produce() -> None:
+        try:
+            with torch.inference_mode():
+                for token in token_source(inputs, stop):
+                    if stop.is_set() or cancel.is_set():
+                        break
+                    buffer.push(token)
+        except BaseException as err:  # noqa: BLE001 - handed to the consumer, which re-raises it
+            buffer.finish(err)
+            return
+        buffer.finish()
+
+    producer = threading.Thread(target=produce, name="cosydesk-llm", daemon=True)
+    if on_thread is not None:
+        on_thread(producer)
+    state = Token2Wav(model, inputs.flow_prompt_speech_token, inputs.prompt_speech_feat, inputs.flow_embedding,
+                      zero_noise=zero_noise, speed=speed, streaming=stream)
+    schedule = make_schedule(model.version, inputs.flow_prompt_speech_token.shape[1])
+    producer.start()
+    try:
+        while True:
+            if cancel.is_set():
+                raise Cancelled()
+            if stream:
+                available, done = buffer.wait_for(schedule.tokens_needed())
+                call = schedule.next_call(available, done)
+            else:
+                available, done = buffer.wait_for(1 << 62)
+                call = ChunkCall(0, available, 0, finalize=True)
+            if cancel.is_set():
+                raise Cancelled()
+            if available == 0:
+                raise ValueError("the model produced no speech tokens for this sentence")
+            tokens = buffer.snapshot(call.end)
+            timings = {"first_token": buffer.first_token_time or time.perf_counter(), "tokens_ready": time.perf_counter()}
+            with torch.inference_mode():
+                pcm = state(tokens, call)
+            timings.update(state_timings(state))
+            yield ChunkResult(pcm=pcm, timings=timings, final=call.finalize)
+            if call.finalize:
+                return
+    finally:
+        stop.set()
+        producer.join()
+
+
+def state_timings(state: Token2Wav) -> dict[str, float]:
+    return dict(getattr(state, "timings", {}))

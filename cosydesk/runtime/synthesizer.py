@@ -1,0 +1,296 @@
+"""Synthesizer: text in, AudioChunks out. The single path used by the CLI, the desktop app and the bench.
+
+    synth = Synthesizer("~/models/CosyVoice2-0.5B")       # device="auto", backend="auto"
+    for chunk in synth.stream(Request("你好，世界。", speaker="中文女")):
+        play(chunk.pcm)
+
+Modes follow the official ones: SFT speaker (spk2info), zero-shot (prompt wav + transcript, or a zero-shot
+entry of spk2info), cross-lingual (prompt wav without transcript), instruct (v1-Instruct: speaker + style),
+instruct2 (v2/v3: prompt voice + style). Text is normalised and split into sentences; each sentence goes
+through ``pipeline.run_sentence`` (LLM producer thread -> token2wav consumer). No state survives a request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from cosydesk.runtime.errors import EmptyTextError, PromptError, SynthesisError, UnknownSpeakerError, UnsupportedModeError
+from cosydesk.runtime.styles import StylePreset, presets_for, resolve_instruct
+from cosydesk.runtime.types import AudioChunk, Request
+
+ENDOFPROMPT = "<|endofprompt|>"
+V3_SYSTEM_PROMPT = "You are a helpful assistant."
+Progress = Callable[[str, float], None]
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SynthesisError(f"device {device!r} was asked for, but torch sees no CUDA GPU (torch {torch.__version__})")
+    return device
+
+
+class Synthesizer:
+    """Loads one model folder and synthesises requests, streaming or not."""
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        device: str = "auto",
+        backend: str = "auto",
+        precision: str = "auto",
+        progress: Progress | None = None,
+        sentence_pause_s: float = 0.15,
+    ):
+        import torch
+
+        from cosydesk.model import load
+
+        progress = progress or (lambda stage, fraction: None)
+        self.model_dir = Path(model_dir).expanduser()
+        self.device = resolve_device(device)
+        if backend not in ("auto", "eager"):
+            raise SynthesisError(f"backend {backend!r} is not available here (choose eager or auto)")
+        self.backend = "eager"
+        if precision == "auto":
+            precision = "fp32"
+        if precision not in ("fp32", "fp16"):
+            raise SynthesisError(f"precision {precision!r} is not one of fp32, fp16")
+        self.precision = precision
+        dtype = torch.float16 if precision == "fp16" else torch.float32
+        progress("Loading model", 0.0)
+        self.model = load(self.model_dir, device=self.device, dtype=dtype)
+        self.version = self.model.version
+        self.sample_rate = self.model.sample_rate
+        progress("Loading text frontend", 0.7)
+        from cosydesk.frontend.tokenizer import load_tokenizer
+
+        self.tokenizer = load_tokenizer(self.version, self.model_dir)
+        self.instruct_model = self.version != "v1" or "instruct" in self.model_dir.name.lower()
+        self._presets = presets_for(self.version, self.instruct_model)
+        self.sentence_pause_s = sentence_pause_s
+        self._lock = threading.Lock()  # one request at a time per model
+        self.live_threads: set[threading.Thread] = set()
+        progress("Ready", 1.0)
+
+    # -- what the model offers ----------------------------------------------------------------------------
+    def speakers(self) -> list[str]:
+        return list(self.model.spk2info.keys())
+
+    def styles(self) -> list[str]:
+        return [preset.label for preset in self._presets]
+
+    def style_presets(self) -> list[StylePreset]:
+        return list(self._presets)
+
+    def supports(self, mode: str) -> bool:
+        return {
+            "sft": bool(self.model.spk2info),
+            "zero_shot": True,
+            "cross_lingual": True,
+            "instruct": self.version == "v1" and self.instruct_model,
+            "instruct2": self.version in ("v2", "v3"),
+        }.get(mode, False)
+
+    # -- text -------------------------------------------------------------------------------------------
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text)
+
+    def _ids(self, text: str):
+        import torch
+
+        return torch.tensor([self.encode(text)], dtype=torch.int32)
+
+    def sentences(self, text: str) -> list[str]:
+        from cosydesk.frontend.text import detect_lang, is_only_punctuation, normalize, split_sentences
+
+        if text is None or not text.strip():
+            raise EmptyTextError("the text is empty: type something to say")
+        cleaned = "".join(ch for ch in text if ch in "\n\t" or ord(ch) >= 32)
+        if is_only_punctuation(cleaned):
+            raise EmptyTextError("the text holds only punctuation, symbols or emoji: there is nothing to pronounce")
+        normalised = normalize(cleaned, self.version)
+        parts = [p for p in split_sentences(normalised, self.encode, detect_lang(normalised)) if p.strip()]
+        parts = [p for p in parts if not is_only_punctuation(p)]
+        if not parts:
+            raise EmptyTextError("the text holds nothing pronounceable after normalisation")
+        return parts
+
+    # -- voices -----------------------------------------------------------------------------------------
+    @functools.cached_property
+    def _prompt_models(self):
+        from cosydesk.frontend.prompt import SpeakerEncoder, SpeechTokenizer
+
+        campplus = self.model_dir / "campplus.onnx"
+        tokenizer_name = {"v1": "speech_tokenizer_v1.onnx", "v2": "speech_tokenizer_v2.onnx", "v3": "speech_tokenizer_v3.onnx"}[self.version]
+        for path in (campplus, self.model_dir / tokenizer_name):
+            if not path.is_file():
+                raise PromptError(f"{path.name} is missing from {self.model_dir}: zero-shot voices need it")
+        return SpeakerEncoder(campplus), SpeechTokenizer(self.model_dir / tokenizer_name)
+
+    @functools.lru_cache(maxsize=16)
+    def _prompt_features(self, wav_path: str, mtime: float, transcript: str):
+        from cosydesk.frontend.prompt import build_zero_shot_prompt
+
+        encoder, speech_tokenizer = self._prompt_models
+        return build_zero_shot_prompt(
+            wav_path, transcript, version=self.version, sample_rate=self.sample_rate,
+            encode=self.encode, speaker_encoder=encoder, speech_tokenizer=speech_tokenizer,
+        )
+
+    def prompt_features(self, wav_path: str, transcript: str):
+        path = Path(wav_path).expanduser()
+        if not path.is_file():
+            raise PromptError(f"prompt audio {path} does not exist")
+        return self._prompt_features(str(path), path.stat().st_mtime, transcript)
+
+    def _voice_inputs(self, request: Request, instruct: str | None) -> dict:
+        """Prompt tensors common to every sentence of the request (official frontend_* semantics)."""
+        import torch
+
+        empty_ids = torch.zeros(1, 0, dtype=torch.int32)
+        empty_emb = torch.zeros(0, 192)
+        empty_feat = torch.zeros(1, 0, 80)
+        if request.prompt_wav:
+            transcript = request.prompt_text or ""
+            prompt = self.prompt_features(request.prompt_wav, self._prompt_transcript(transcript))
+            voice = dict(
+                prompt_text=prompt.prompt_text_ids, llm_prompt_speech_token=prompt.speech_token, llm_embedding=prompt.embedding,
+                flow_prompt_speech_token=prompt.speech_token, prompt_speech_feat=prompt.speech_feat, flow_embedding=prompt.embedding,
+            )
+            if not transcript.strip():  # cross-lingual: no prompt in the LLM
+                voice.update(prompt_text=empty_ids, llm_prompt_speech_token=empty_ids)
+            if instruct:
+                voice.update(prompt_text=self._ids(self._instruct_text(instruct)), llm_prompt_speech_token=empty_ids)
+            return voice
+        speakers = self.speakers()
+        name = request.speaker or (speakers[0] if speakers else None)
+        if name is None:
+            raise UnknownSpeakerError("this model has no built-in speakers: choose a voice profile (prompt audio + transcript)")
+        if name not in self.model.spk2info:
+            raise UnknownSpeakerError(f"unknown speaker {name!r}; this model offers: {', '.join(speakers) or 'none'}")
+        entry = self.model.spk2info[name]
+        if "prompt_speech_feat" in entry:  # a saved zero-shot speaker
+            voice = dict(
+                prompt_text=entry["prompt_text"], llm_prompt_speech_token=entry["llm_prompt_speech_token"],
+                llm_embedding=entry["llm_embedding"], flow_prompt_speech_token=entry["flow_prompt_speech_token"],
+                prompt_speech_feat=entry["prompt_speech_feat"], flow_embedding=entry["flow_embedding"],
+            )
+            if instruct:
+                voice.update(prompt_text=self._ids(self._instruct_text(instruct)), llm_prompt_speech_token=empty_ids)
+            return voice
+        embedding = entry["embedding"].reshape(1, -1).float()
+        voice = dict(prompt_text=empty_ids, llm_prompt_speech_token=empty_ids, llm_embedding=embedding,
+                     flow_prompt_speech_token=empty_ids, prompt_speech_feat=empty_feat, flow_embedding=embedding)
+        if instruct:
+            if not self.supports("instruct") and self.version == "v1":
+                raise UnsupportedModeError("this model has no instruct mode: use CosyVoice-300M-Instruct for styles")
+            if self.version != "v1":
+                raise UnsupportedModeError("styles need a voice profile (prompt audio) with this model, not an SFT speaker")
+            # official frontend_instruct: the LLM gets no speaker embedding (information leakage)
+            voice.update(prompt_text=self._ids(self._instruct_text(instruct)), llm_embedding=empty_emb)
+        return voice
+
+    def _prompt_transcript(self, transcript: str) -> str:
+        if self.version == "v3" and transcript and ENDOFPROMPT not in transcript:
+            return f"{V3_SYSTEM_PROMPT}{ENDOFPROMPT}{transcript}"
+        return transcript
+
+    def _instruct_text(self, instruct: str) -> str:
+        text = resolve_instruct(instruct.strip(), self._presets).replace(ENDOFPROMPT, "")
+        if self.version == "v3":
+            text = f"{V3_SYSTEM_PROMPT} {text}"
+        return text + ENDOFPROMPT
+
+    # -- synthesis --------------------------------------------------------------------------------------
+    def _token_source(self, request: Request):
+        import torch
+
+        from cosydesk.model.sampling import RasSampler, generate_speech_tokens
+
+        sampler = RasSampler.from_config(self.model.config["llm"].get("sampling"))
+        seed = request.seed
+
+        def source(inputs, stop):
+            generator = None
+            if seed is not None:
+                generator = torch.Generator(device=self.model.device).manual_seed(int(seed))
+            device = self.model.device
+            yield from generate_speech_tokens(
+                self.model.llm, inputs.text.to(device), inputs.prompt_text.to(device),
+                inputs.llm_prompt_speech_token.to(device), inputs.llm_embedding.to(device=device, dtype=self.model.dtype),
+                sampler, generator=generator, stop=stop, silent_tokens=getattr(self.model.llm, "silent_tokens", None),
+            )
+
+        return source
+
+    def _sentence_inputs(self, sentence: str, voice: dict):
+        import torch
+
+        from cosydesk.runtime.pipeline import SentenceInputs
+
+        text_ids = self._ids(sentence)
+        prompt_text = voice["prompt_text"]
+        if self.version == "v3":
+            endofprompt = self.encode(ENDOFPROMPT)
+            joined = prompt_text.flatten().tolist() + text_ids.flatten().tolist()
+            if not any(joined[i:i + len(endofprompt)] == endofprompt for i in range(len(joined))):
+                prompt_text = torch.cat([self._ids(f"{V3_SYSTEM_PROMPT}{ENDOFPROMPT}"), prompt_text], dim=1)
+        return SentenceInputs(
+            text=text_ids, prompt_text=prompt_text.to(torch.int32),
+            llm_prompt_speech_token=voice["llm_prompt_speech_token"].to(torch.int32), llm_embedding=voice["llm_embedding"],
+            flow_prompt_speech_token=voice["flow_prompt_speech_token"].to(torch.int32),
+            prompt_speech_feat=voice["prompt_speech_feat"], flow_embedding=voice["flow_embedding"],
+        )
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[AudioChunk]:
+        """Yield audio chunks as they are ready; raises SynthesisError subclasses for bad input."""
+        from cosydesk.runtime.pipeline import Cancelled, run_sentence
+
+        submit = time.perf_counter()
+        if not isinstance(request, Request):
+            raise SynthesisError("stream() takes a cosydesk.runtime.Request")
+        if not (0.5 <= request.speed <= 2.0):
+            raise SynthesisError(f"speed {request.speed} is outside 0.5-2.0")
+        sentences = self.sentences(request.text)
+        instruct = request.instruct.strip() if request.instruct and request.instruct.strip() else None
+        voice = self._voice_inputs(request, instruct)
+        token_source = self._token_source(request)
+        # the official streaming path cannot change speed; such requests run each sentence non-streaming
+        stream = request.stream and request.speed == 1.0
+        pause = np.zeros(int(self.sentence_pause_s * self.sample_rate), dtype=np.float32)
+        index = 0
+        with self._lock:
+            try:
+                for s_index, sentence in enumerate(sentences):
+                    inputs = self._sentence_inputs(sentence, voice)
+                    last_sentence = s_index == len(sentences) - 1
+                    for result in run_sentence(self.model, inputs, token_source, stream=stream, speed=request.speed,
+                                               cancel=cancel, on_thread=self._track):
+                        pcm = result.pcm.float().cpu().numpy()
+                        if result.final and not last_sentence:
+                            pcm = np.concatenate([pcm, pause])
+                        timings = {"submit": submit, **result.timings, "ready": time.perf_counter()}
+                        yield AudioChunk(pcm=pcm, sample_rate=self.sample_rate, index=index, final=result.final and last_sentence,
+                                         sentence_index=s_index, timings=timings)
+                        index += 1
+            except Cancelled:
+                return
+
+    def _track(self, thread: threading.Thread) -> None:
+        self.live_threads = {t for t in self.live_threads if t.is_alive()} | {thread}
+
+    def synthesize(self, request: Request) -> np.ndarray:
+        """The whole utterance at once (each sentence one finalize=True token2wav call, as the official non-stream)."""
+        chunks = [chunk.pcm for chunk in self.stream(dataclasses.replace(request, stream=False))]
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
