@@ -1,0 +1,172 @@
+"""CosyVoice3 flow: speech tokens (+ prompt) -> mel frames, through a DiT flow-matching estimator.
+
+Official behaviour (`CausalMaskedDiffWithDiT.inference`, pinned by the v3-tiny fixtures, README V3-5b/V3-8):
+  mu    = token embeddings of prompt ++ tokens (times the length mask) -> pre-look-ahead layer
+          (at finalize=False the last `pre_lookahead_len` tokens are right context only) -> each frame x2;
+  cond  = prompt mel frames, then zeros;
+  spks  = Linear(192 -> 80) of the L2-normalised speaker embedding;
+  z     = the first T columns of a fixed noise tensor (seed 0, randn [1, 80, 15000]);
+  mel   = 10 Euler CFG steps of the estimator from z, minus the prompt frames.
+
+There is no encoder in v3. The noise tensor comes from a private torch.Generator, so building this
+module leaves the global RNG untouched, and it is a non-persistent buffer (not part of flow.pt, but it
+follows `.to()`). What this module must not do: threads, caches, CUDA-specific tricks, host syncs in the
+math (token/prompt lengths are only used as tensors).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cosydesk.model.cfm import FlowMatchingSampler
+from cosydesk.model.config import Node
+from cosydesk.model.dit import DiT
+from cosydesk.model.transformer import PreLookaheadLayer
+
+NOISE_SEED = 0
+NOISE_FRAMES = 15000  # longest decodable mel; the official CFM draws exactly this much at construction
+
+
+def fixed_noise(channels: int = 80, frames: int = NOISE_FRAMES, seed: int = NOISE_SEED) -> torch.Tensor:
+    """The official starting noise: equal to `torch.manual_seed(seed); torch.randn([1, channels, frames])`."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randn([1, channels, frames], generator=generator, device="cpu")
+
+
+def _cfg_rate(decoder_node: Node) -> float:
+    """inference_cfg_rate from the decoder's `cfm_params` (an omegaconf DictConfig node holding `content`)."""
+    params: Any = decoder_node.get("cfm_params")
+    if isinstance(params, Node):
+        params = params.get("content", params.args)
+    if isinstance(params, dict):
+        return float(params.get("inference_cfg_rate", 0.7))
+    return 0.7
+
+
+class CausalMaskedDiffWithDiT(nn.Module):
+    """The v3 flow. State-dict keys: input_embedding, spk_embed_affine_layer, pre_lookahead_layer, decoder.estimator.*"""
+
+    def __init__(
+        self,
+        estimator: DiT,
+        pre_lookahead_layer: nn.Module,
+        input_size: int = 80,
+        output_size: int = 80,
+        spk_embed_dim: int = 192,
+        vocab_size: int = 6561,
+        token_mel_ratio: int = 2,
+        pre_lookahead_len: int = 3,
+        inference_cfg_rate: float = 0.7,
+        n_timesteps: int = 10,
+    ):
+        super().__init__()
+        self.input_size = input_size
+        self.output_size = output_size
+        self.token_mel_ratio = int(token_mel_ratio)
+        self.pre_lookahead_len = int(pre_lookahead_len)
+        self.input_embedding = nn.Embedding(vocab_size, input_size)
+        self.spk_embed_affine_layer = nn.Linear(spk_embed_dim, output_size)
+        self.pre_lookahead_layer = pre_lookahead_layer
+        self.decoder = FlowMatchingSampler(estimator, inference_cfg_rate=inference_cfg_rate, n_steps=n_timesteps)
+        self.register_buffer("rand_noise", fixed_noise(output_size), persistent=False)
+
+    @property
+    def estimator(self) -> DiT:
+        """The DiT (registered once, under `decoder.estimator`)."""
+        return self.decoder.estimator
+
+    @classmethod
+    def from_config(cls, node: Node) -> "CausalMaskedDiffWithDiT":
+        """Build from the yaml node `flow` (a `cosyvoice.flow.flow.CausalMaskedDiffWithDiT` Node)."""
+        decoder = node["decoder"]
+        look = node["pre_lookahead_layer"]
+        pre_lookahead_len = int(node.get("pre_lookahead_len", 3))
+        layer = PreLookaheadLayer(
+            in_channels=int(look["in_channels"]),
+            channels=int(look["channels"]),
+            pre_lookahead_len=int(look.get("pre_lookahead_len", pre_lookahead_len)),
+        )
+        return cls(
+            estimator=DiT.from_config(decoder["estimator"]),
+            pre_lookahead_layer=layer,
+            input_size=int(node.get("input_size", 80)),
+            output_size=int(node.get("output_size", 80)),
+            spk_embed_dim=int(node.get("spk_embed_dim", 192)),
+            vocab_size=int(node.get("vocab_size", 6561)),
+            token_mel_ratio=int(node.get("token_mel_ratio", 2)),
+            pre_lookahead_len=pre_lookahead_len,
+            inference_cfg_rate=_cfg_rate(decoder),
+        )
+
+    def speaker_vector(self, embedding: torch.Tensor) -> torch.Tensor:
+        """[1, 192] x-vector -> [1, 80] conditioning vector."""
+        dtype = self.spk_embed_affine_layer.weight.dtype
+        return self.spk_embed_affine_layer(F.normalize(embedding.to(dtype), dim=1))
+
+    def decoder_inputs(
+        self,
+        token: torch.Tensor,
+        token_len: torch.Tensor,
+        prompt_token: torch.Tensor,
+        prompt_token_len: torch.Tensor,
+        prompt_feat: torch.Tensor,
+        embedding: torch.Tensor,
+        finalize: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(mu [1,80,T], mask [1,1,T], spks [1,80], cond [1,80,T]) exactly as the official code hands them to the CFM."""
+        spks = self.speaker_vector(embedding)
+        dtype = spks.dtype
+        ids = torch.cat([prompt_token, token], dim=1).long()
+        total_len = (prompt_token_len + token_len).to(ids.device).reshape(-1, 1)
+        valid = torch.arange(ids.shape[1], device=ids.device)[None, :] < total_len  # [1, L]
+        emb = self.input_embedding(ids.clamp(min=0)) * valid[:, :, None].to(dtype)
+        if finalize:
+            h = self.pre_lookahead_layer(emb, None)
+        else:
+            # The withheld tokens only feed the look-ahead conv; they get no frames of their own.
+            cut = emb.shape[1] - self.pre_lookahead_len
+            h = self.pre_lookahead_layer(emb[:, :cut], emb[:, cut:])
+        mu = h.repeat_interleave(self.token_mel_ratio, dim=1).transpose(1, 2).contiguous()  # [1, 80, T]
+        frames = mu.shape[2]
+        prompt_frames = prompt_feat.shape[1]
+        tail = torch.zeros(1, frames - prompt_frames, self.output_size, device=mu.device, dtype=dtype)
+        cond = torch.cat([prompt_feat.to(device=mu.device, dtype=dtype), tail], dim=1).transpose(1, 2)
+        mask = torch.ones(1, 1, frames, device=mu.device, dtype=dtype)
+        return mu, mask, spks, cond
+
+    @torch.inference_mode()
+    def inference(
+        self,
+        token: torch.Tensor,
+        token_len: torch.Tensor,
+        prompt_token: torch.Tensor,
+        prompt_token_len: torch.Tensor,
+        prompt_feat: torch.Tensor,
+        prompt_feat_len: torch.Tensor,
+        embedding: torch.Tensor,
+        streaming: bool = False,
+        finalize: bool = True,
+        noise: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Generated mel [1, 80, T_gen] (float32), prompt frames removed.
+
+        token [1, N] int, prompt_token [1, P] int, prompt_feat [1, F, 80], embedding [1, 192];
+        noise: optional replacement for the fixed noise (at least T columns).
+        prompt_feat_len is accepted for the official signature; the prompt length is prompt_feat.shape[1].
+        """
+        if token.shape[0] != 1:
+            raise ValueError("CausalMaskedDiffWithDiT.inference takes one utterance (batch 1)")
+        mu, mask, spks, cond = self.decoder_inputs(
+            token, token_len, prompt_token, prompt_token_len, prompt_feat, embedding, finalize=finalize
+        )
+        frames = mu.shape[2]
+        start = self.rand_noise if noise is None else noise
+        if start.shape[2] < frames:
+            raise ValueError(f"noise has {start.shape[2]} frames, {frames} are needed")
+        z = start[:, :, :frames].to(device=mu.device, dtype=mu.dtype)
+        mel = self.decoder(z, mask, mu, spks, cond, streaming=streaming)
+        return mel[:, :, prompt_feat.shape[1]:].float()
