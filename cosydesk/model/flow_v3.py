@@ -151,12 +151,15 @@ class CausalMaskedDiffWithDiT(nn.Module):
         streaming: bool = False,
         finalize: bool = True,
         noise: torch.Tensor | None = None,
+        flow_cache: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """Generated mel [1, 80, T_gen] (float32), prompt frames removed.
 
         token [1, N] int, prompt_token [1, P] int, prompt_feat [1, F, 80], embedding [1, 192];
         noise: optional replacement for the fixed noise (at least T columns).
         prompt_feat_len is accepted for the official signature; the prompt length is prompt_feat.shape[1].
+        flow_cache and generator are unused in v3 (accepted for the interface shared with the v1/v2 flows).
         """
         if token.shape[0] != 1:
             raise ValueError("CausalMaskedDiffWithDiT.inference takes one utterance (batch 1)")
@@ -170,3 +173,7 @@ class CausalMaskedDiffWithDiT(nn.Module):
         z = start[:, :, :frames].to(device=mu.device, dtype=mu.dtype)
         mel = self.decoder(z, mask, mu, spks, cond, streaming=streaming)
         return mel[:, :, prompt_feat.shape[1]:].float()
+
+    def inference_with_cache(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, None]:
+        """Uniform interface with the v1 flow: (mel, None) - v3 carries no flow cache."""
+        return self.inference(*args, **kwargs), None

@@ -99,6 +99,8 @@ def test_explicit_noise_is_used(flow, golden_v3):
     other = flow.inference(**args, noise=torch.zeros(1, 80, 60))
     assert torch.equal(same, flow.inference(**args))
     assert (same - other).abs().max() > 1e-3
+    mel, cache = flow.inference_with_cache(**args)
+    assert cache is None and torch.equal(mel, same)
 
 
 def test_estimator_is_the_decoder_dit(flow):
