@@ -1,0 +1,71 @@
+"""Atomic audio file writing (WAV, FLAC) for exports from the app and the CLI.
+
+What it is for: a file either appears complete or not at all. Data goes to a temporary file in the
+target's folder, is flushed to disk, then renamed over the target with os.replace.
+
+What it must not do: leave a partial file behind (disk full, permission, bad format), or import Qt.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+_FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16")}
+
+
+class ExportError(OSError):
+    """Writing an audio file failed; the message names the file and the reason."""
+
+
+def supported_suffixes() -> list[str]:
+    return list(_FORMATS)
+
+
+def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subtype: str | None = None) -> Path:
+    """Write mono float PCM to `path` (.wav or .flac) atomically; returns the path.
+
+    subtype: soundfile subtype; default PCM_16 (plays everywhere). Use "FLOAT" for a bit-exact WAV.
+    """
+    target = Path(path).expanduser()
+    suffix = target.suffix.lower()
+    if suffix not in _FORMATS:
+        raise ExportError(f"cannot export {target.name}: use one of {', '.join(_FORMATS)}")
+    file_format, default_subtype = _FORMATS[suffix]
+    samples = np.asarray(pcm, dtype=np.float32).reshape(-1)
+    if sample_rate <= 0:
+        raise ExportError(f"cannot export {target.name}: sample rate {sample_rate} is not positive")
+    folder = target.parent
+    if not folder.is_dir():
+        raise ExportError(f"cannot export {target.name}: folder {folder} does not exist")
+
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=suffix + ".part", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            sf.write(handle, np.clip(samples, -1.0, 1.0) if (subtype or default_subtype) != "FLOAT" else samples,
+                     sample_rate, format=file_format, subtype=subtype or default_subtype)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, target)
+    except BaseException as error:
+        try:
+            os.unlink(temp_name)
+        except FileNotFoundError:
+            pass
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            raise ExportError(errno.ENOSPC, f"not enough disk space to write {target}; nothing was written") from error
+        if isinstance(error, (OSError, sf.LibsndfileError, RuntimeError, ValueError)):
+            raise ExportError(f"could not write {target}: {error}; nothing was written") from error
+        raise
+    return target
+
+
+def read_audio(path: str | os.PathLike) -> tuple[np.ndarray, int]:
+    """Mono float32 samples and the sample rate of an audio file."""
+    data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    return data.mean(axis=1).astype(np.float32), int(rate)
