@@ -14,6 +14,15 @@ YAML = {"v1": "cosyvoice.yaml", "v2": "cosyvoice2.yaml"}
 PREFIX = "decoder.estimator."
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models gain nothing from intra-op threads; on a busy 2-core box they only add contention."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _estimator(version: str):
     node = read_yaml(fixture_dir(version) / "model" / YAML[version])["flow"]["decoder"]["estimator"]
     estimator = build_estimator(node).eval()
