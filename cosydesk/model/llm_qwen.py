@@ -315,7 +315,7 @@ def count_parameters(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-__all__: list[Any] = [
+__all__ = [
     "CosyVoice3LM", "Qwen2LM", "QwenBackbone", "QwenDecodeState", "build_qwen_lm", "build_qwen_backbone",
     "read_qwen_config", "has_end_of_prompt", "count_parameters", "END_OF_PROMPT_ID", "V3_SILENT_TOKENS",
 ]
