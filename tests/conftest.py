@@ -53,3 +53,31 @@ def golden_v2():
 @pytest.fixture(scope="session")
 def golden_v3():
     return load_golden("v3")
+
+
+_TINY_CACHE: dict[tuple[str, int], Path] = {}
+
+
+def tiny_model(version: str, tmp_root: Path, seed: int = 0) -> Path:
+    """A complete tiny official-format model folder (written once per test session)."""
+    key = (version, seed)
+    if key not in _TINY_CACHE:
+        from cosydesk.testing.tiny_model import write_tiny_model
+
+        _TINY_CACHE[key] = write_tiny_model(tmp_root / f"tiny-{version}-{seed}", version=version, seed=seed)
+    return _TINY_CACHE[key]
+
+
+@pytest.fixture(scope="session")
+def tiny_v1_dir(tmp_path_factory):
+    return tiny_model("v1", tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def tiny_v2_dir(tmp_path_factory):
+    return tiny_model("v2", tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def tiny_v3_dir(tmp_path_factory):
+    return tiny_model("v3", tmp_path_factory.getbasetemp())

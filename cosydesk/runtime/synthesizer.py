@@ -144,8 +144,8 @@ class Synthesizer:
 
         encoder, speech_tokenizer = self._prompt_models
         return build_zero_shot_prompt(
-            wav_path, transcript, version=self.version, sample_rate=self.sample_rate,
-            encode=self.encode, speaker_encoder=encoder, speech_tokenizer=speech_tokenizer,
+            transcript, wav_path, version=self.version, sample_rate=self.sample_rate,
+            tokenizer=self.tokenizer, speaker_encoder=encoder, speech_tokenizer=speech_tokenizer,
         )
 
     def prompt_features(self, wav_path: str, transcript: str):
@@ -216,21 +216,24 @@ class Synthesizer:
     def _token_source(self, request: Request):
         import torch
 
-        from cosydesk.model.sampling import RasSampler, generate_speech_tokens
+        from cosydesk.model.sampling import RepetitionAwareSampler, filter_silent_tokens, generate_speech_tokens
 
-        sampler = RasSampler.from_config(self.model.config["llm"].get("sampling"))
+        sampling = self.model.config["llm"].get("sampling")
+        sampler = RepetitionAwareSampler.from_config(sampling) if sampling is not None else RepetitionAwareSampler()
         seed = request.seed
+        silent = getattr(self.model.llm, "silent_tokens", None)
 
         def source(inputs, stop):
             generator = None
             if seed is not None:
                 generator = torch.Generator(device=self.model.device).manual_seed(int(seed))
             device = self.model.device
-            yield from generate_speech_tokens(
+            tokens = generate_speech_tokens(
                 self.model.llm, inputs.text.to(device), inputs.prompt_text.to(device),
                 inputs.llm_prompt_speech_token.to(device), inputs.llm_embedding.to(device=device, dtype=self.model.dtype),
-                sampler, generator=generator, stop=stop, silent_tokens=getattr(self.model.llm, "silent_tokens", None),
+                sampler, generator=generator,
             )
+            return filter_silent_tokens(tokens, silent) if silent else tokens
 
         return source
 

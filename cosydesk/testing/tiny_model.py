@@ -317,6 +317,23 @@ SFT_SPEAKERS = ["中文女", "中文男", "英文女", "英文男"]
 EOS_BIAS = 12.0  # makes the random LLM stop right after the minimum length
 
 
+def init_qwen_backbone(llm, std: float = 0.1) -> None:
+    """Give the Qwen2 backbone real random values (the loader allocates it uninitialised, as llm.pt overwrites it)."""
+    import torch
+
+    backbone = getattr(llm, "llm", None)
+    if backbone is None or not hasattr(backbone, "named_parameters"):
+        return
+    with torch.no_grad():
+        for name, param in backbone.named_parameters():
+            if name.endswith("norm.weight"):
+                param.fill_(1.0)
+            elif name.endswith(".bias"):
+                param.normal_(0.0, std)
+            else:
+                param.normal_(0.0, std)
+
+
 def _bias_towards_stop(llm, version: str) -> None:
     import torch
 
@@ -355,6 +372,8 @@ def write_tiny_model(out_dir: str | Path, version: str = "v2", seed: int = 0) ->
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         llm, flow, hift = build_networks(version, config, out)
+        if version != "v1":
+            init_qwen_backbone(llm)
         _bias_towards_stop(llm, version)
         torch.save(llm.state_dict(), out / "llm.pt")
         torch.save(flow.state_dict(), out / "flow.pt")

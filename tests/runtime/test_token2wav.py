@@ -1,0 +1,105 @@
+"""Official streaming / non-streaming token2wav (the fixtures' e2e_* cases) through stream_token2wav."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+from cosydesk.model import load
+from cosydesk.runtime import stream_token2wav
+from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
+from tests.conftest import assert_close, fixture_dir, golden_meta, load_golden
+
+
+@functools.lru_cache(maxsize=None)
+def _model(version):
+    return load(fixture_dir(version) / "model")
+
+
+def _capture_flow(model):
+    """Record every flow mel the official-style path computes (before the token_offset slice)."""
+    mels = []
+    original = model.flow.inference
+
+    def recording(*args, **kwargs):
+        mel = original(*args, **kwargs)
+        mels.append(mel.clone())
+        return mel
+
+    model.flow.inference = recording
+    return mels, lambda: setattr(model.flow, "inference", original)
+
+
+def _e2e_inputs(golden):
+    return dict(
+        tokens=torch.from_numpy(golden["e2e_tokens"]),
+        prompt_token=torch.from_numpy(golden["spk_zeroshot_prompt_speech_token"]),
+        prompt_feat=torch.from_numpy(golden["spk_zeroshot_prompt_speech_feat"]),
+        embedding=torch.from_numpy(golden["spk_zeroshot_embedding"]),
+    )
+
+
+@pytest.mark.parametrize("version", ["v2", "v3"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_e2e_token2wav_matches_official(version, stream):
+    golden = load_golden(version)
+    model = _model(version)
+    kind = "stream" if stream else "nonstream"
+    mels, restore = _capture_flow(model)
+    try:
+        chunks = list(stream_token2wav(model, **_e2e_inputs(golden), stream=stream, zero_noise=True))
+    finally:
+        restore()
+    assert [len(c) for c in chunks] == list(golden[f"e2e_{kind}_chunk_sizes"])
+    assert_close(np.concatenate(chunks)[None], golden[f"e2e_{kind}_wave"], 1e-3, f"{version} {kind} wave")
+    for i, mel in enumerate(mels[:2] if stream else mels):
+        assert_close(mel, golden[f"e2e_{kind}_flow_mel_{i}"], 1e-4, f"{version} {kind} flow mel {i}")
+    if stream:  # the final streaming call equals the non-streaming flow
+        assert_close(mels[-1], golden["e2e_nonstream_flow_mel_0"], 1e-4, "final streaming flow mel")
+
+
+def test_v2_schedule_matches_official_log():
+    meta = golden_meta(load_golden("v2"))["e2e"]
+    schedule = CausalChunkSchedule(prompt_tokens=20)
+    calls = []
+    while True:
+        call = schedule.next_call(90, done=True)
+        calls.append((call.end, call.token_offset, call.finalize))
+        if call.finalize:
+            break
+    assert calls == [(33, 0, False), (83, 30, False), (90, 80, True)], meta
+
+
+def test_v1_window_schedule():
+    schedule = WindowChunkSchedule()
+    assert schedule.next_call(119, done=False) is None
+    first = schedule.next_call(150, done=False)
+    assert (first.start, first.end, first.finalize) == (0, 120, False)
+    assert schedule.next_call(150, done=False) is None
+    last = schedule.next_call(150, done=True)
+    assert (last.start, last.end, last.finalize) == (100, 150, True)
+
+
+def test_v1_streaming_flow_calls_with_cache():
+    """The two flow calls the official v1 streaming makes for 150 tokens, with the z/mu cache carried over."""
+    golden = load_golden("v1")
+    model = _model("v1")
+    tokens = torch.from_numpy(golden["flow_tokens150"])
+    prompt = dict(
+        prompt_token=torch.from_numpy(golden["spk_zeroshot_prompt_speech_token"]),
+        prompt_token_len=torch.tensor([golden["spk_zeroshot_prompt_speech_token"].shape[1]], dtype=torch.int32),
+        prompt_feat=torch.from_numpy(golden["spk_zeroshot_prompt_speech_feat"]),
+        prompt_feat_len=torch.tensor([golden["spk_zeroshot_prompt_speech_feat"].shape[1]], dtype=torch.int32),
+        embedding=torch.from_numpy(golden["spk_zeroshot_embedding"]),
+    )
+    cache = torch.zeros(1, 80, 0, 2)
+    for name, window in (("chunk1", tokens[:, 0:120]), ("chunk2", tokens[:, 100:150])):
+        mel, cache = model.flow.inference_with_cache(
+            token=window, token_len=torch.tensor([window.shape[1]], dtype=torch.int32), **prompt,
+            noise=torch.from_numpy(golden[f"flow_stream_{name}_noise"]), flow_cache=cache,
+        )
+        assert_close(mel, golden[f"flow_stream_{name}_mel"], 1e-4, f"v1 stream {name} mel")
+        assert_close(cache, golden[f"flow_stream_{name}_cache_out"], 1e-4, f"v1 stream {name} cache")
