@@ -253,9 +253,13 @@ def check_tensorrt(probe: _Probe, flavour: str) -> Check:
     detail = f"{version}; " + ", ".join(verdicts)
     if any_supported:
         return Check(label, OK, detail)
-    other = "TensorRT (pip install tensorrt-cu13)" if flavour == "tensorrt_rtx" else "the cudagraph backend"
-    return Check(label, WARN, f"{detail}: use {other} on this GPU",
-                 f"pip uninstall -y {'tensorrt-rtx-cu13' if flavour == 'tensorrt_rtx' else 'tensorrt'}")
+    if flavour == "tensorrt":
+        return Check(label, OK, f"{detail}: the cudagraph backend is used instead")
+    full_version, _ = _import_version("tensorrt")
+    if full_version is not None and any(trt_supports("tensorrt", g.compute_capability) for g in gpus):
+        return Check(label, OK, f"{detail}: unused here, TensorRT {full_version} serves this GPU")
+    return Check(label, WARN, f"{detail}: install full TensorRT for engines on this GPU",
+                 'pip install "tensorrt-cu13>=10.13"')
 
 
 def check_portaudio() -> Check:

@@ -119,12 +119,17 @@ def test_tensorrt_rtx_is_not_supported_on_hopper_but_tensorrt_is():
     assert not doctor.trt_supports("tensorrt", (6, 1))
 
 
-def test_tensorrt_rtx_installed_on_h200_warns(monkeypatch):
+def test_tensorrt_rtx_installed_on_h200(monkeypatch):
     monkeypatch.setattr(doctor, "_import_version", lambda name: ("1.7.1", None))
     rtx = doctor.check_tensorrt(_h200(), "tensorrt_rtx")
-    assert rtx.status == WARN and "NOT supported" in rtx.detail and rtx.fix
+    assert rtx.status == OK and "NOT supported" in rtx.detail and "TensorRT 1.7.1 serves" in rtx.detail
     trt = doctor.check_tensorrt(_h200(), "tensorrt")
-    assert trt.status == OK and "supported" in trt.detail
+    assert trt.status == OK and "supported" in trt.detail and "NOT" not in trt.detail
+    # Only TensorRT-RTX installed on a Hopper GPU: no engine backend at all -> WARN, install full TensorRT.
+    monkeypatch.setattr(doctor, "_import_version",
+                        lambda name: ("1.7.1", None) if name == "tensorrt_rtx" else (None, "No module named 'tensorrt'"))
+    rtx_only = doctor.check_tensorrt(_h200(), "tensorrt_rtx")
+    assert rtx_only.status == WARN and "tensorrt-cu13" in rtx_only.fix
 
 
 def test_missing_tensorrt_on_a_supported_gpu_warns_with_install_command(monkeypatch):
