@@ -1,0 +1,50 @@
+"""Pick how the hot networks run: ``accelerate(model, backend)`` -> a CosyVoiceModel-compatible object.
+
+Backends:
+- ``eager`` / ``eager-fp32``: the model's own modules in float32 (CPU or CUDA) — the reference.
+- ``eager-fp16``: the same modules cast to float16 (CUDA).
+- ``cudagraph``: float16 with the LLM decode step, the prefill buckets and the 10-step CFM solver captured as
+  CUDA graphs (``cosydesk.runtime.cudagraph``); norms / softmax / the CFM update accumulate in float32.
+
+The returned object has the same ``.llm`` / ``.flow`` / ``.hift`` methods the runtime calls (prefill,
+decode_step, flow.inference / inference_with_cache, hift.inference_with_source / inference), so the
+runtime does not know which backend it drives. This module converts the modules it is given in place:
+pass a copy if the caller still needs the original precision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+
+BACKENDS = ("eager-fp32", "eager-fp16", "cudagraph")
+Progress = Callable[..., None] | None
+
+
+def _cast(model, dtype: torch.dtype):
+    for module in (model.llm, model.flow, model.hift):
+        module.to(dtype=dtype)
+    return dataclasses.replace(model, dtype=dtype)
+
+
+def accelerate(model, backend: str, progress: Progress = None):
+    """Return a model-like object running ``backend``; see the module docstring."""
+    name = {"eager": "eager-fp32"}.get(backend, backend)
+    if name == "eager-fp32":
+        return _cast(model, torch.float32)
+    if name == "eager-fp16":
+        if model.device.type != "cuda":
+            raise ValueError("eager-fp16 needs a CUDA device (fp16 on the CPU is slow and not a supported path)")
+        return _cast(model, torch.float16)
+    if name == "cudagraph":
+        if model.device.type != "cuda" or not torch.cuda.is_available():
+            raise ValueError("the cudagraph backend needs a CUDA device")
+        from cosydesk.runtime.cudagraph.model import build_graph_model
+
+        return build_graph_model(_cast(model, torch.float16), progress=progress)
+    raise ValueError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+
+
+__all__ = ["accelerate", "BACKENDS"]

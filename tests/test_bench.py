@@ -1,0 +1,66 @@
+"""`cosydesk bench` on the CPU with a tiny v2 model: valid JSON with the issue-4 key names, and a PNG."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cosydesk.bench import forced_token_count, make_forced_sentences, read_corpus
+from cosydesk.cli import main
+
+
+@pytest.fixture(scope="module")
+def tiny_v2(tmp_path_factory):
+    from cosydesk.testing.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("tiny") / "v2", "v2")
+
+
+def test_shipped_corpus_shape():
+    lines = read_corpus(__import__("cosydesk.bench", fromlist=["x"]).DEFAULT_CORPUS)
+    lengths = [len(line) for line in lines]
+    assert len(lines) == 500 and len(set(lines)) == 500
+    assert min(lengths) >= 8 and max(lengths) <= 20
+    assert 11 <= sum(lengths) / len(lengths) <= 13
+
+
+def test_forced_inputs_are_seeded_and_sized():
+    a = make_forced_sentences("v2", ["今天天气真不错。", "我想喝一杯热咖啡。"], seed=3)
+    b = make_forced_sentences("v2", ["今天天气真不错。", "我想喝一杯热咖啡。"], seed=3)
+    assert [s.speech_ids for s in a] == [s.speech_ids for s in b]
+    assert len(a[0].speech_ids) == forced_token_count("今天天气真不错。") == 50  # 8 chars / 4 * 25
+    assert a[0].inputs.flow_prompt_speech_token.shape == (1, 20)
+    assert a[0].inputs.prompt_speech_feat.shape == (1, 40, 80)
+    assert max(max(s.speech_ids) for s in a) < 6561
+
+
+@pytest.mark.slow  # ~20-60 s on 2 shared CPU cores: the tiny model streams a whole sentence
+def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("今天天气真不错。\n", encoding="utf-8")
+    out = tmp_path / "out"
+    rc = main(["bench", "--model", str(tiny_v2), "--backends", "eager-fp32", "--runs", "1", "--corpus", str(corpus),
+               "--warmup", "0", "--fidelity", "1", "--out", str(out), "--name", "cpu"])
+    assert rc == 0
+    report = json.loads((out / "cpu.json").read_text(encoding="utf-8"))
+    assert set(report["machine"]) >= {"gpu", "driver", "torch", "cuda"}
+    assert {"commit", "model", "corpus", "sentences", "backends"} <= set(report)
+    assert report["sentences"] == 1
+    m = report["backends"]["eager-fp32"]
+    assert set(m["first_audio_ms"]) >= {"mean", "p50", "p99"} and set(m["total_ms"]) >= {"mean", "p99"}
+    for key in ("rtf", "sentences_per_s", "peak_reserved_gb", "peak_nvml_gb", "vram_drift_pct"):
+        assert key in m
+    assert 0 < m["first_audio_ms"]["p50"] <= m["total_ms"]["p99"] + 1e-6
+    assert m["rtf"] > 0 and m["fidelity"]["nan_count"] == 0
+    assert set(m["fidelity"]) >= {"mel_rel_err", "snr_db", "nan_count"}
+    assert (out / "cpu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_rejects_gpu_backends_without_cuda(tiny_v2, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present")
+    with pytest.raises(ValueError, match="eager-fp32"):
+        main(["bench", "--model", str(tiny_v2), "--backends", "cudagraph", "--limit", "1", "--out", str(tmp_path)])
