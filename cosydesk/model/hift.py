@@ -12,6 +12,16 @@ Data flow (both): f0 = predictor(mel); per-sample f0 -> harmonics -> tanh(Linear
 STFT(s) is fused into every upsampling stage; the last conv gives 9 log-magnitudes and 9 phases per
 frame; iSTFT (n_fft 16, hop 4, Hann) -> clamp to +-audio_limit.
 
+Public API (parity entry):
+    hift = build_hift(read_yaml(path)["hift"])          # or HiFTGenerator/CausalHiFTGenerator.from_config(node)
+    v1/v2: hift.inference(mel, zero_noise=False, *, draws=None, generator=None) -> wave [B, L]
+           hift.inference_with_source(mel, cache_source=None, zero_noise=False, *, draws=None, generator=None)
+               -> (wave [B, L], source [B, 1, L]);  hift.predict_f0(mel) -> [B, T]
+           hift.forward(mel, draws, cache_source=None)  (no RNG inside: the capturable core)
+    v3:    hift.inference(mel, finalize=True) -> wave;  hift.inference_with_source(mel, finalize=True)
+           hift.predict_f0(mel, finalize=True) -> float64 [B, T or T-3];  hift.set_fixed_noise(rand_ini, sine_waves)
+           hift.fixed_noise.reserve(num_samples, device)  (before capturing a CUDA graph)
+
 Sub-module attribute names are those of the official ``hift.pt`` keys (``conv_pre``, ``ups``,
 ``source_downs``, ``source_resblocks``, ``resblocks``, ``conv_post``, ``m_source.l_linear``,
 ``f0_predictor``) so ``checkpoint.load_strict`` works unchanged. Code structure is our own.
@@ -175,7 +185,9 @@ def _hift_kwargs(node) -> dict:
         resblock_kernel_sizes=[int(v) for v in args.get("resblock_kernel_sizes", [3, 7, 11])],
         resblock_dilation_sizes=[[int(d) for d in ds] for ds in args.get("resblock_dilation_sizes", [[1, 3, 5]] * 3)],
         source_resblock_kernel_sizes=[int(v) for v in args.get("source_resblock_kernel_sizes", [7, 11])],
-        source_resblock_dilation_sizes=[[int(d) for d in ds] for ds in args.get("source_resblock_dilation_sizes", [[1, 3, 5]] * 2)],
+        source_resblock_dilation_sizes=[
+            [int(d) for d in ds] for ds in args.get("source_resblock_dilation_sizes", [[1, 3, 5]] * 2)
+        ],
         lrelu_slope=float(args.get("lrelu_slope", 0.1)),
         audio_limit=float(args.get("audio_limit", 0.99)),
     )
@@ -222,7 +234,8 @@ class _HiFTBase(nn.Module):
         down_factors = list(np.cumprod([1] + self.upsample_rates[::-1][:-1]))[::-1]
         self.source_downs = nn.ModuleList()
         self.source_resblocks = nn.ModuleList()
-        for i, (factor, k, dilations) in enumerate(zip(down_factors, source_resblock_kernel_sizes, source_resblock_dilation_sizes)):
+        source_blocks = zip(down_factors, source_resblock_kernel_sizes, source_resblock_dilation_sizes)
+        for i, (factor, k, dilations) in enumerate(source_blocks):
             channels = base_channels >> (i + 1)
             self.source_downs.append(self._make_source_down(stft_channels, channels, int(factor)))
             self.source_resblocks.append(ResBlock(channels, k, dilations, causal=self.causal))
@@ -362,7 +375,7 @@ class HiFTGenerator(_HiFTBase):
 
     # --- math ---
     def predict_f0(self, mel: torch.Tensor) -> torch.Tensor:
-        """f0 in Hz per mel frame [B, T], in the predictor's dtype."""
+        """f0 in Hz per mel frame [B, T] (float32, or float64 for a float64 mel)."""
         return self.f0_predictor(mel)
 
     def make_source(self, f0: torch.Tensor, draws: NsfDraws) -> torch.Tensor:

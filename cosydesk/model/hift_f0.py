@@ -2,8 +2,8 @@
 
 Two variants, both "five weight-normed convs with ELU, then a per-frame linear head, then abs":
 
-- ``ConvF0Predictor`` (v1/v2): kernel-3 convs with one frame of zero padding on each side; runs in the
-  dtype of its weights, like any module.
+- ``ConvF0Predictor`` (v1/v2): kernel-3 convs with one frame of zero padding on each side; float32
+  (or float64 for a float64 input) even when the module holds half-precision weights.
 - ``CausalConvF0Predictor`` (v3): the first conv (kernel 4) looks 3 frames into the future, the other four
   (kernel 3) look only into the past. With ``finalize=False`` the last 3 input frames are right context
   only, so T input frames give T - 3 f0 values. The official vocoder evaluates this predictor in float64
@@ -48,6 +48,12 @@ def weight_in_dtype(conv: nn.Conv1d | nn.Linear, dtype: torch.dtype) -> torch.Te
     return conv.weight.to(dtype)
 
 
+def _linear_head(head: nn.Linear, hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """|Linear(hidden^T)| per frame: [B, C, T] -> [B, T]."""
+    bias = head.bias.to(dtype) if head.bias is not None else None
+    return F.linear(hidden.transpose(1, 2), weight_in_dtype(head, dtype), bias).squeeze(-1).abs()
+
+
 class ConvF0Predictor(nn.Module):
     """v1/v2 f0 predictor (official ConvRNNF0Predictor): non-causal, same length out as in."""
 
@@ -56,14 +62,23 @@ class ConvF0Predictor(nn.Module):
         self.condnet = _conv_stack(in_channels, cond_channels, first_kernel=3, padding=1)
         self.classifier = nn.Linear(cond_channels, num_class)
 
+    def convs(self) -> list[nn.Conv1d]:
+        return [self.condnet[2 * index] for index in range(NUM_CONVS)]
+
     @classmethod
     def from_config(cls, node) -> "ConvF0Predictor":
         return cls(in_channels=int(node.get("in_channels", 80)), cond_channels=int(node.get("cond_channels", 512)),
                    num_class=int(node.get("num_class", 1)))
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        hidden = self.condnet(mel)
-        return self.classifier(hidden.transpose(1, 2)).squeeze(-1).abs()
+        """f0 [B, T] in at least float32: a half-precision model still predicts pitch in float32, because
+        f0 feeds a phase accumulation (the official code never runs this vocoder in half precision)."""
+        dtype = torch.promote_types(mel.dtype, torch.float32)
+        x = mel.to(dtype)
+        for conv in self.convs():
+            bias = conv.bias.to(dtype) if conv.bias is not None else None
+            x = F.elu(F.conv1d(x, weight_in_dtype(conv, dtype), bias, padding=conv.padding))
+        return _linear_head(self.classifier, x, dtype)
 
 
 class CausalConvF0Predictor(nn.Module):
@@ -97,7 +112,4 @@ class CausalConvF0Predictor(nn.Module):
             x = F.pad(x, pad)
             bias = conv.bias.to(dtype) if conv.bias is not None else None
             x = F.elu(F.conv1d(x, weight_in_dtype(conv, dtype), bias))
-        head = self.classifier
-        bias = head.bias.to(dtype) if head.bias is not None else None
-        f0 = F.linear(x.transpose(1, 2), weight_in_dtype(head, dtype), bias)
-        return f0.squeeze(-1).abs()
+        return _linear_head(self.classifier, x, dtype)

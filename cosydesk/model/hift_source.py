@@ -171,7 +171,8 @@ class FixedSourceNoise:
         self._on_device: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def replace(self, rand_ini: torch.Tensor, sine_waves: torch.Tensor) -> None:
-        if tuple(rand_ini.shape) != (1, self.harmonics) or sine_waves.dim() != 3 or sine_waves.shape[-1] != self.harmonics:
+        h = self.harmonics
+        if tuple(rand_ini.shape) != (1, h) or sine_waves.dim() != 3 or sine_waves.shape[-1] != h:
             raise ValueError(f"expected rand_ini [1, {self.harmonics}] and sine_waves [1, L, {self.harmonics}]")
         self._rand_ini = rand_ini.detach().float().cpu().clone()
         self._host = sine_waves.detach().float().cpu().clone()
