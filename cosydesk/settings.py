@@ -1,0 +1,112 @@
+"""The app's persistent settings: one QSettings wrapper with an enum of keys (no string keys elsewhere).
+
+What it is for: model folder, device, backend, audio output device, UI language and a few UI choices,
+stored in an INI file under the user's config dir (or under COSYDESK_DATA_DIR when that is set, so tests
+and portable installs stay self-contained).
+
+What it must not do: hold runtime state or import the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings
+
+
+class Key(str, Enum):
+    MODEL_DIR = "model/dir"
+    EXTRA_MODEL_DIRS = "model/extra_dirs"  # folders added with "Add folder…" (JSON list)
+    DEVICE = "runtime/device"  # auto | cpu | cuda | cuda:N
+    BACKEND = "runtime/backend"  # auto | eager | cudagraph | tensorrt
+    PRECISION = "runtime/precision"  # auto | fp32 | fp16
+    AUDIO_DEVICE = "audio/output_device"  # "" = system default, else a PortAudio device name
+    LANGUAGE = "ui/language"  # system | en | zh_CN
+    SPEAKER = "voice/speaker"
+    STYLE = "voice/style"
+    SPEED = "voice/speed"
+    GEOMETRY = "ui/geometry"
+    WINDOW_STATE = "ui/window_state"
+
+
+DEFAULTS: dict[Key, Any] = {
+    Key.MODEL_DIR: "",
+    Key.EXTRA_MODEL_DIRS: [],
+    Key.DEVICE: "auto",
+    Key.BACKEND: "auto",
+    Key.PRECISION: "auto",
+    Key.AUDIO_DEVICE: "",
+    Key.LANGUAGE: "system",
+    Key.SPEAKER: "",
+    Key.STYLE: "",
+    Key.SPEED: 1.0,
+    Key.GEOMETRY: b"",
+    Key.WINDOW_STATE: b"",
+}
+
+CHOICES: dict[Key, tuple[str, ...]] = {
+    Key.DEVICE: ("auto", "cpu", "cuda"),
+    Key.BACKEND: ("auto", "eager", "cudagraph", "tensorrt"),
+    Key.PRECISION: ("auto", "fp32", "fp16"),
+    Key.LANGUAGE: ("system", "en", "zh_CN"),
+}
+
+
+class Settings:
+    """Typed access to QSettings. Values come back with the type of their default."""
+
+    def __init__(self, qsettings: QSettings | None = None) -> None:
+        self._q = qsettings if qsettings is not None else self._default_store()
+
+    @staticmethod
+    def _default_store() -> QSettings:
+        override = os.environ.get("COSYDESK_DATA_DIR")
+        if override:
+            return QSettings(str(Path(override) / "settings.ini"), QSettings.Format.IniFormat)
+        return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "cosydesk", "cosydesk")
+
+    @classmethod
+    def at(cls, ini_path: str | os.PathLike) -> Settings:
+        return cls(QSettings(str(ini_path), QSettings.Format.IniFormat))
+
+    @property
+    def file_name(self) -> str:
+        return self._q.fileName()
+
+    def get(self, key: Key) -> Any:
+        default = DEFAULTS[key]
+        raw = self._q.value(key.value, None)
+        if raw is None:
+            return default
+        try:
+            if isinstance(default, bool):
+                return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+            if isinstance(default, float):
+                return float(raw)
+            if isinstance(default, list):
+                value = json.loads(raw) if isinstance(raw, str) else list(raw)
+                return value if isinstance(value, list) else default
+            if isinstance(default, bytes):
+                return bytes(raw.data()) if hasattr(raw, "data") else bytes(raw)
+            value = str(raw)
+        except (TypeError, ValueError):
+            return default
+        choices = CHOICES.get(key)
+        if choices and not any(value == c or value.startswith(c + ":") for c in choices):
+            return default  # a hand-edited or outdated value must not break start-up
+        return value
+
+    def set(self, key: Key, value: Any) -> None:
+        if isinstance(DEFAULTS[key], list):
+            value = json.dumps(list(value), ensure_ascii=False)
+        self._q.setValue(key.value, value)
+
+    def reset(self, key: Key) -> None:
+        self._q.remove(key.value)
+
+    def sync(self) -> None:
+        self._q.sync()

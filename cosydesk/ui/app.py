@@ -1,0 +1,61 @@
+"""Desktop entry point: `cosydesk` (no arguments) and `cosydesk --model DIR` call run_app()."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from cosydesk import hub
+from cosydesk.settings import Key, Settings
+from cosydesk.ui import i18n
+from cosydesk.ui.resources import icon_path, style_sheet
+
+
+def create_application(argv: list[str] | None = None) -> QApplication:
+    app = QApplication.instance() or QApplication(list(argv or sys.argv[:1]))
+    app.setApplicationName("CosyDesk")
+    app.setOrganizationName("cosydesk")
+    app.setApplicationDisplayName("CosyDesk")
+    app.setDesktopFileName("cosydesk")
+    app.setWindowIcon(QIcon(str(icon_path())))
+    app.setStyle("Fusion")
+    app.setStyleSheet(style_sheet())
+    return app
+
+
+def build_main_window(model_dir: str | None = None, settings: Settings | None = None, **window_options):
+    """Create the window and decide what to open: the given folder, the last model, or the model manager."""
+    from cosydesk.ui.main_window import MainWindow
+
+    settings = settings or Settings()
+    i18n.set_language(settings.get(Key.LANGUAGE))
+    window = MainWindow(settings=settings, **window_options)
+    folder = model_dir or settings.get(Key.MODEL_DIR)
+    if folder and hub.check_model_dir(folder).loadable:
+        window.load_model(folder)
+    else:
+        if model_dir:
+            window.show_message("\n".join(hub.validate_model_dir(model_dir)), True)
+        installed = [p for p in hub.installed_models(window.models_dir)]
+        if installed and not model_dir:
+            window.load_model(installed[0])
+        else:
+            # Nothing usable: show the model manager on the recommended default once the window is up.
+            QTimer.singleShot(0, lambda: window.open_model_manager(select=hub.DEFAULT_MODEL, modal=False))
+    return window
+
+
+def run_app(model_dir: str | None, argv: list[str]) -> int:
+    """Open the main window (on `model_dir` if given) and run the Qt event loop; returns the exit code."""
+    app = create_application(argv)
+    if model_dir is not None and not Path(model_dir).expanduser().exists():
+        print(f"cosydesk: {model_dir} does not exist", file=sys.stderr)
+    window = build_main_window(model_dir)
+    window.show()
+    code = app.exec()
+    window.shutdown()
+    return int(code)

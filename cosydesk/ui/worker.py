@@ -1,0 +1,306 @@
+"""The synthesis worker: a QObject living on its own QThread that owns the Synthesizer.
+
+What it is for: loading and warming up a model, running one request at a time and feeding the audio
+player from this thread (so audio never waits for the UI), and reporting progress, chunks, errors and
+results to the UI through signals. Cancellation is a threading.Event per job, set directly by the UI
+thread (a queued signal would wait behind the running job).
+
+What it must not do: touch widgets, or let the UI thread call into the Synthesizer. It depends only on
+the Synthesizer interface (constructor, version, sample_rate, device, backend, speakers, styles,
+supports, stream), so tests can hand it a fake through `synthesizer_factory`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from cosydesk.audio.player import AudioDeviceError, Player
+from cosydesk.runtime.types import Request
+from cosydesk.telemetry.recorder import LatencyRecorder
+
+WARMUP_TEXT = "Hello."
+
+
+@dataclass
+class ModelSummary:
+    model_dir: str
+    version: str
+    sample_rate: int
+    device: str
+    backend: str
+    speakers: list[str]
+    styles: list[str]
+    style_labels_zh: dict[str, str]
+    modes: dict[str, bool]
+    load_s: float
+
+
+@dataclass
+class ChunkInfo:
+    job_id: int
+    index: int
+    audio_s: float
+    compute_s: float
+    first_audio_ms: float | None  # set on the first chunk only
+
+
+@dataclass
+class UtteranceResult:
+    job_id: int
+    request: Request | None
+    pcm: np.ndarray
+    sample_rate: int
+    first_audio_ms: float | None
+    audio_s: float
+    wall_s: float
+    chunks: int
+    cancelled: bool = False
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rtf(self) -> float:
+        return self.wall_s / self.audio_s if self.audio_s > 0 else float("nan")
+
+
+def _default_factory(model_dir: str, progress: Callable[[str, float], None], **options):
+    from cosydesk.runtime import Synthesizer
+
+    return Synthesizer(model_dir, progress=progress, **options)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, (ValueError, OSError, AudioDeviceError)):
+        return str(error) or type(error).__name__
+    return f"{type(error).__name__}: {error}"
+
+
+class SynthWorker(QObject):
+    loadProgress = Signal(str, float)
+    loaded = Signal(object)  # ModelSummary
+    loadFailed = Signal(str)
+    warmingUp = Signal()
+    warmedUp = Signal(float)  # seconds
+    jobStarted = Signal(int)
+    chunkReady = Signal(object)  # ChunkInfo
+    jobFailed = Signal(int, str)
+    jobFinished = Signal(object)  # UtteranceResult
+    audioError = Signal(str)
+
+    def __init__(self, synthesizer_factory=None, player: Player | None = None,
+                 recorder: LatencyRecorder | None = None, warmup: bool = True) -> None:
+        super().__init__()
+        self._factory = synthesizer_factory or _default_factory
+        self.player = player
+        self.recorder = recorder or LatencyRecorder()
+        self.warmup = warmup
+        self.synth = None
+
+    # -- model ----------------------------------------------------------------------------------------
+    @Slot(str, dict)
+    def load(self, model_dir: str, options: dict) -> None:
+        self.synth = None  # drop the old model before loading the next (memory)
+        start = time.perf_counter()
+        try:
+            synth = self._factory(model_dir, progress=self.loadProgress.emit, **options)
+        except Exception as error:  # noqa: BLE001 - every load failure becomes a message
+            self.loadFailed.emit(f"Cannot load {Path(model_dir).name}: {_describe(error)}")
+            return
+        self.synth = synth
+        styles = list(synth.styles())
+        labels_zh = {}
+        for preset in getattr(synth, "style_presets", lambda: [])():
+            labels_zh[preset.label] = preset.label_zh
+        modes = {m: bool(synth.supports(m)) for m in ("sft", "zero_shot", "instruct", "instruct2")}
+        self.loaded.emit(ModelSummary(
+            model_dir=str(model_dir), version=synth.version, sample_rate=int(synth.sample_rate),
+            device=str(synth.device), backend=str(synth.backend), speakers=list(synth.speakers()), styles=styles,
+            style_labels_zh=labels_zh, modes=modes, load_s=time.perf_counter() - start))
+        if self.warmup:
+            self._warm_up(synth)
+
+    def _warm_up(self, synth) -> None:
+        self.warmingUp.emit()
+        start = time.perf_counter()
+        try:
+            if hasattr(synth, "warmup"):
+                synth.warmup()
+            elif synth.speakers():
+                for _ in synth.stream(Request(WARMUP_TEXT, speaker=synth.speakers()[0])):
+                    pass
+        except Exception:  # noqa: BLE001 - a failed warm-up only costs speed on the first request
+            traceback.print_exc()
+        self.warmedUp.emit(time.perf_counter() - start)
+
+    @Slot()
+    def unload(self) -> None:
+        self.synth = None
+
+    # -- jobs -----------------------------------------------------------------------------------------
+    @Slot(int, object, object)
+    def speak(self, job_id: int, request: Request, cancel: threading.Event) -> None:
+        if cancel.is_set():  # stopped (or superseded) before it began: nothing to say
+            self.jobFinished.emit(UtteranceResult(job_id, request, np.zeros(0, np.float32), 0, None, 0.0, 0.0, 0,
+                                                  cancelled=True))
+            return
+        synth = self.synth
+        if synth is None:
+            message = "No model is loaded: choose one in the model list"
+            self.jobFailed.emit(job_id, message)
+            self.jobFinished.emit(UtteranceResult(job_id, request, np.zeros(0, np.float32), 0, None, 0.0, 0.0, 0,
+                                                  error=message))
+            return
+        self.jobStarted.emit(job_id)
+        rate = int(synth.sample_rate)
+        token = self._begin_audio(rate)
+        start = last = time.perf_counter()
+        pieces: list[np.ndarray] = []
+        first_audio_ms = None
+        error = None
+        try:
+            for chunk in synth.stream(request, cancel):
+                now = time.perf_counter()
+                if cancel.is_set():
+                    break
+                pcm = np.asarray(chunk.pcm, dtype=np.float32).reshape(-1)
+                token = self._play(pcm, token, cancel)
+                pieces.append(pcm)
+                audio_s = len(pcm) / rate
+                if first_audio_ms is None:
+                    first_audio_ms = (now - start) * 1000.0
+                self.recorder.record_chunk(audio_s, now - last)
+                self.chunkReady.emit(ChunkInfo(job_id, len(pieces) - 1, audio_s, now - last,
+                                               first_audio_ms if len(pieces) == 1 else None))
+                last = time.perf_counter()
+        except Exception as exc:  # noqa: BLE001 - bad input, runtime faults: one message, app stays usable
+            error = _describe(exc)
+        finally:
+            if self.player is not None and token is not None:
+                self.player.end(token)
+        wall_s = time.perf_counter() - start
+        pcm = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+        cancelled = cancel.is_set()
+        result = UtteranceResult(job_id, request, pcm, rate, first_audio_ms, len(pcm) / rate, wall_s, len(pieces),
+                                 cancelled=cancelled, error=error)
+        if pieces and first_audio_ms is not None:
+            self.recorder.record_utterance(first_audio_ms, result.rtf, result.audio_s, len(pieces), cancelled)
+        if error is not None:
+            self.jobFailed.emit(job_id, error)
+        self.jobFinished.emit(result)
+
+    @Slot(int, object, int, object)
+    def replay(self, job_id: int, pcm: np.ndarray, sample_rate: int, cancel: threading.Event) -> None:
+        """Play stored audio through the same path (backpressure and cancel included)."""
+        if cancel.is_set():
+            return
+        self.jobStarted.emit(job_id)
+        token = self._begin_audio(sample_rate)
+        step = max(1, sample_rate // 2)
+        for offset in range(0, len(pcm), step):
+            if cancel.is_set() or token is None:
+                break
+            token = self._play(pcm[offset:offset + step], token, cancel)
+        if self.player is not None and token is not None:
+            self.player.end(token)
+        self.jobFinished.emit(UtteranceResult(job_id, None, np.zeros(0, np.float32), sample_rate, None, 0.0, 0.0, 0,
+                                              cancelled=cancel.is_set(), extra={"replay": True}))
+
+    # -- audio ------------------------------------------------------------------------------------------
+    def _begin_audio(self, rate: int) -> int | None:
+        if self.player is None:
+            return None
+        return self.player.begin(rate)
+
+    def _play(self, pcm: np.ndarray, token: int | None, cancel: threading.Event) -> int | None:
+        """Write to the player; on a device error report once and keep synthesising silently."""
+        if self.player is None or token is None:
+            return token
+        try:
+            self.player.write(pcm, token, cancel=cancel)
+            return token
+        except AudioDeviceError as error:
+            self.audioError.emit(str(error))
+            return None
+
+
+class SynthController(QObject):
+    """The UI's handle on the worker thread. All methods are for the UI thread and return at once."""
+
+    _loadRequested = Signal(str, dict)
+    _speakRequested = Signal(int, object, object)
+    _replayRequested = Signal(int, object, int, object)
+    _unloadRequested = Signal()
+
+    def __init__(self, synthesizer_factory=None, player: Player | None = None,
+                 recorder: LatencyRecorder | None = None, warmup: bool = True, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.player = player
+        self.thread = QThread()
+        self.thread.setObjectName("cosydesk-synthesis")
+        self.worker = SynthWorker(synthesizer_factory, player, recorder, warmup)
+        self.recorder = self.worker.recorder
+        self.worker.moveToThread(self.thread)
+        self._loadRequested.connect(self.worker.load)
+        self._speakRequested.connect(self.worker.speak)
+        self._replayRequested.connect(self.worker.replay)
+        self._unloadRequested.connect(self.worker.unload)
+        self.worker.jobFinished.connect(self._forget)
+        self._ids = itertools.count(1)
+        self._cancels: dict[int, threading.Event] = {}
+        self.thread.start()
+
+    @property
+    def pending_jobs(self) -> int:
+        return len(self._cancels)
+
+    def load(self, model_dir: str, **options) -> None:
+        self.stop()
+        self._loadRequested.emit(str(model_dir), options)
+
+    def speak(self, request: Request) -> int:
+        """Queue a request; anything still running or queued is cancelled first. Returns the job id."""
+        self.stop()
+        job_id = next(self._ids)
+        cancel = threading.Event()
+        self._cancels[job_id] = cancel
+        self._speakRequested.emit(job_id, request, cancel)
+        return job_id
+
+    def replay(self, pcm: np.ndarray, sample_rate: int) -> int:
+        self.stop()
+        job_id = next(self._ids)
+        cancel = threading.Event()
+        self._cancels[job_id] = cancel
+        self._replayRequested.emit(job_id, pcm, sample_rate, cancel)
+        return job_id
+
+    def stop(self) -> None:
+        """Cancel every job and silence the player now (the worker notices within one chunk)."""
+        for cancel in self._cancels.values():
+            cancel.set()
+        if self.player is not None:
+            self.player.stop()
+
+    @Slot(object)
+    def _forget(self, result: UtteranceResult) -> None:
+        self._cancels.pop(result.job_id, None)
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        """Stop everything and end the thread; True if it ended in time."""
+        self.stop()
+        self._unloadRequested.emit()
+        self.thread.quit()
+        ended = self.thread.wait(timeout_ms)
+        if self.player is not None:
+            self.player.close()
+        return ended

@@ -1,0 +1,221 @@
+"""Main window against a fake Synthesizer (same interface as the runtime's): speak, stop, export, history."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import soundfile as sf
+from PySide6.QtCore import Qt
+
+from cosydesk.audio.alsa_capture import capture_path, read_capture
+from cosydesk.audio.player import Player
+from cosydesk.ui.main_window import PROFILE, SPEAKER, voice_key
+from tests.audio.fake_sd import FakeSoundDevice
+from tests.ui.fake_synth import FakeSynthesizer, factory
+from tests.ui.helpers import make_window, wait_idle
+
+
+def _expected(window, text, chunks=4, chunk_s=0.2):
+    samples = int(chunk_s * 24000)
+    return np.concatenate([FakeSynthesizer.expected_pcm(i, samples, len(text) % 3) for i in range(chunks)])
+
+
+def test_stable_object_names(qtbot, data_dir):
+    window = make_window(qtbot, data_dir, factory())
+    for name in ("textEdit", "speakButton", "stopButton", "exportButton", "speakerCombo", "styleCombo",
+                 "historyList", "telemetryDock"):
+        assert window.findChild(object, name) is not None, name
+    window.shutdown()
+
+
+def test_ctrl_enter_speaks_and_audio_reaches_the_device(qtbot, data_dir, fake_model_dir):
+    if capture_path() is None:
+        pytest.skip("sounddevice was imported before the ALSA capture config was installed")
+    pytest.importorskip("sounddevice", exc_type=OSError)
+    window = make_window(qtbot, data_dir, factory(), player=Player(), model_dir=fake_model_dir)
+    qtbot.keyClicks(window.text_edit, "Hello there")
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000) as finished:
+        qtbot.keyClick(window.text_edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_idle(qtbot, window)
+    result = finished.args[0]
+    expected = _expected(window, "Hello there")
+    np.testing.assert_array_equal(result.pcm, expected)
+    window.player.close()
+    captured = read_capture()
+    # The ALSA file device is unpaced: silence fills the gaps between chunks; every sample arrives once, in order.
+    np.testing.assert_array_equal(captured[captured != 0], expected[expected != 0])
+    assert window.text_edit.toPlainText() == "Hello there"  # Ctrl+Enter did not insert a line break
+    window.shutdown()
+
+
+def test_selection_only_is_spoken(qtbot, data_dir, fake_model_dir):
+    made = factory()
+    window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir)
+    window.text_edit.setPlainText("first part. second part.")
+    cursor = window.text_edit.textCursor()
+    cursor.setPosition(0)
+    cursor.setPosition(11, cursor.MoveMode.KeepAnchor)
+    window.text_edit.setTextCursor(cursor)
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000):
+        window.speak_button.click()
+    assert made.made[-1].requests[-1].text == "first part."
+    window.shutdown()
+
+
+def test_stop_midway_silences_and_leaves_app_ready(qtbot, data_dir, fake_model_dir):
+    fake_sd = FakeSoundDevice(speed=1.0)
+    made = factory(chunks=40, delay_s=0.05)
+    window = make_window(qtbot, data_dir, made, player=Player(sd_module=fake_sd), model_dir=fake_model_dir)
+    window.text_edit.setPlainText("a long text")
+    with qtbot.waitSignal(window.controller.worker.chunkReady, timeout=10000):
+        window.speak_button.click()
+    assert window.stop_button.isEnabled()
+    stopped_at = time.perf_counter()
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=5000) as finished:
+        qtbot.keyClick(window.text_edit, Qt.Key.Key_Escape)
+    assert finished.args[0].cancelled
+    assert time.perf_counter() - stopped_at < 0.5  # within about one chunk (50 ms here)
+    played_at_stop = window.player.frames_played
+    qtbot.wait(200)
+    assert window.player.frames_played - played_at_stop < 24000 * 0.1  # silent right away
+    assert window.state == "ready" and window.speak_button.isEnabled()
+    assert window.history.entries() == []  # cancelled utterances are not kept
+    made.made[-1].chunks = 2
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=5000) as again:
+        window.speak_button.click()
+    assert not again.args[0].cancelled and len(again.args[0].pcm) == 2 * 4800
+    window.shutdown()
+
+
+def test_export_round_trip(qtbot, data_dir, fake_model_dir, tmp_path):
+    window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
+    assert not window.export_button.isEnabled()
+    window.text_edit.setPlainText("export me")
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000):
+        window.speak_button.click()
+    qtbot.waitUntil(window.export_button.isEnabled)
+    for name in ("out.wav", "out.flac"):
+        assert window.export_current(tmp_path / name)
+        data, rate = sf.read(tmp_path / name, dtype="float32")
+        assert rate == 24000
+        assert np.abs(data - _expected(window, "export me")).max() <= 1 / 32767
+    assert not window.export_current(tmp_path / "missing-folder" / "x.wav")
+    assert "does not exist" in window.error_label.text()
+    window.shutdown()
+
+
+def test_history_survives_restart_and_replays(qtbot, data_dir, fake_model_dir, tmp_path):
+    window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
+    window.text_edit.setPlainText("remember me")
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000):
+        window.speak_button.click()
+    qtbot.waitUntil(lambda: window.history_panel.list.count() == 1)
+    window.shutdown()
+    window.close()
+
+    fake_sd = FakeSoundDevice(speed=8.0)
+    again = make_window(qtbot, data_dir, factory(), player=Player(sd_module=fake_sd), model_dir=fake_model_dir)
+    assert again.history_panel.list.count() == 1
+    entry = again.history.entries()[0]
+    assert entry.text == "remember me" and entry.voice == "中文女"
+    assert entry.duration_s == pytest.approx(0.8) and entry.first_audio_ms > 0 and entry.rtf > 0
+    item_text = again.history_panel.list.item(0).text()
+    assert "remember me" in item_text and "RTF" in item_text
+    again.history_panel.list.setCurrentRow(0)
+    with qtbot.waitSignal(again.controller.worker.jobFinished, timeout=10000):
+        again.history_panel.replay_button.click()
+    wait_idle(qtbot, again)
+    played = fake_sd.all_played()
+    np.testing.assert_array_equal(played[played != 0][:19200], _expected(again, "remember me"))
+    assert again.history_panel.export_entry(entry.id, tmp_path / "h.wav")
+    assert sf.info(str(tmp_path / "h.wav")).frames == 19200
+    again.history_panel.delete_button.click()
+    assert again.history_panel.list.count() == 0 and again.history.entries() == []
+    again.shutdown()
+
+
+def test_errors_are_one_clear_message(qtbot, data_dir, fake_model_dir):
+    window = make_window(qtbot, data_dir, factory())
+    window.text_edit.setPlainText("no model yet")
+    window.speak()
+    assert "No model is loaded" in window.error_label.text()
+    window.load_model(fake_model_dir)
+    qtbot.waitUntil(lambda: window.state == "ready")
+    window.text_edit.setPlainText("   ")
+    window.speak()
+    assert "Type something" in window.error_label.text()
+    window.text_edit.setPlainText("hi")
+    window.speaker_combo.addItem("ghost", voice_key(SPEAKER, "ghost"))
+    window.speaker_combo.setCurrentIndex(window.speaker_combo.count() - 1)
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=5000):
+        window.speak()
+    qtbot.waitUntil(lambda: "unknown speaker 'ghost'" in window.error_label.text())
+    assert window.state == "ready" and window.speak_button.isEnabled()
+    window.shutdown()
+
+
+def test_load_failure_is_reported(qtbot, data_dir, fake_model_dir):
+    window = make_window(qtbot, data_dir, factory(fail_load="llm.pt is corrupt (truncated)"))
+    with qtbot.waitSignal(window.controller.worker.loadFailed, timeout=5000):
+        window.load_model(fake_model_dir)
+    qtbot.waitUntil(lambda: "llm.pt is corrupt" in window.error_label.text() and window.state == "no_model")
+    window.shutdown()
+
+
+def test_styles_and_free_text_instruct(qtbot, data_dir, fake_model_dir):
+    made = factory()
+    window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir)
+    assert [window.style_combo.itemData(i) for i in range(window.style_combo.count())] == ["", "Happy", "Sad"]
+    window.style_combo.setCurrentIndex(1)
+    assert window.current_instruct() == "Happy"
+    window.style_combo.setEditText("用温柔的语气说")
+    assert window.current_instruct() == "用温柔的语气说"
+    window.style_combo.setCurrentIndex(0)
+    assert window.current_instruct() is None
+    window.speed_spin.setValue(1.3)
+    assert window.build_request("x").speed == 1.3
+    window.shutdown()
+
+
+def test_voice_profile_becomes_a_prompt_request(qtbot, data_dir, fake_model_dir):
+    window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
+    t = np.arange(24000 * 4) / 24000
+    pcm = (0.3 * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) * np.sin(2 * np.pi * 200 * t)).astype(np.float32)
+    window.voices.add("Alice", pcm, 24000, "hello from alice")
+    window.refresh_voices()
+    index = window.speaker_combo.findData(voice_key(PROFILE, "Alice"))
+    assert index >= 0
+    window.speaker_combo.setCurrentIndex(index)
+    request = window.build_request("hi")
+    assert request.prompt_text == "hello from alice" and request.prompt_wav.endswith("prompt.wav")
+    assert request.speaker is None
+    window.shutdown()
+
+
+def test_language_switch_to_chinese_and_back(qtbot, data_dir):
+    window = make_window(qtbot, data_dir, factory())
+    assert window.set_language("zh_CN") == "zh_CN"
+    assert window.speak_button.text() == "朗读"
+    assert window.telemetry_dock.windowTitle() == "性能监控"
+    assert window.set_language("en") == "en"
+    assert window.speak_button.text() == "Speak"
+    window.shutdown()
+
+
+def test_no_model_opens_manager_on_default(qtbot, data_dir):
+    from cosydesk.settings import Settings
+    from cosydesk.ui.app import build_main_window
+    from tests.ui.fake_synth import factory as fake_factory
+
+    window = build_main_window(None, settings=Settings.at(data_dir / "s.ini"), synthesizer_factory=fake_factory(),
+                               player=Player(sd_module=FakeSoundDevice()), warmup=False)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.findChild(object, "modelManager") is not None)
+    dialog = window.findChild(object, "modelManager")
+    qtbot.waitUntil(dialog.isVisible)
+    assert dialog.selected_name() == "CosyVoice2-0.5B"
+    dialog.close()
+    window.shutdown()
