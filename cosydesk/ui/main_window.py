@@ -152,6 +152,10 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.history_dock)
         self.telemetry_dock = TelemetryDock(self.sampler, self.controller.recorder, self.player, self)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.telemetry_dock)
+        # Telemetry takes the full height on the right; history sits under the editor only.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.resizeDocks([self.telemetry_dock], [400], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.history_dock], [170], Qt.Orientation.Vertical)
 
         bar = self.statusBar()
         self.status_state = QLabel(self)
@@ -300,7 +304,11 @@ class MainWindow(QMainWindow):
     def set_language(self, choice: str) -> str:
         self.settings.set(Key.LANGUAGE, choice)
         language = i18n.set_language(choice)
+        # Qt also posts LanguageChange to every widget; re-label now so the switch is visible at once.
         self.retranslate()
+        self.telemetry_dock.retranslate()
+        self.history_panel.retranslate()
+        self.history_panel.reload()
         return language
 
     # ------------------------------------------------------------------------------------------ models

@@ -48,7 +48,7 @@ class TelemetryDock(QDockWidget):
         self.note.setObjectName("telemetryNote")
         self.note.setWordWrap(True)
         self.graphs = pg.GraphicsLayoutWidget(body)
-        self.graphs.setMinimumWidth(300)
+        self.graphs.setMinimumWidth(340)
         layout.addWidget(self.summary)
         layout.addWidget(self.note)
         layout.addWidget(self.graphs, 1)
@@ -74,6 +74,7 @@ class TelemetryDock(QDockWidget):
         self.util_curve = self.load_plot.plot(pen=pg.mkPen("#188038", width=2), name="util %" if gpu else "CPU %")
         self.temp_curve = self.load_plot.plot(pen=pg.mkPen("#d93025", width=1), name="°C")
         self.power_curve = self.load_plot.plot(pen=pg.mkPen("#f9ab00", width=1), name="W")
+        self.rtf_plot.setYRange(0, 1.5, padding=0)
         for plot in (self.latency_plot, self.rtf_plot, self.memory_plot, self.load_plot):
             plot.setMenuEnabled(False)
             plot.setMouseEnabled(x=False, y=False)
@@ -96,10 +97,11 @@ class TelemetryDock(QDockWidget):
     def retranslate(self) -> None:
         gpu = self.sampler.kind == "nvml"
         self.setWindowTitle(self.tr("Telemetry"))
-        self.latency_plot.setTitle(self.tr("First-audio latency (ms) per utterance"))
-        self.rtf_plot.setTitle(self.tr("Chunk real-time factor (below 1 = faster than real time)"))
-        self.memory_plot.setTitle(self.tr("VRAM used (MB), last 60 s") if gpu else self.tr("RAM used (MB), last 60 s"))
-        self.load_plot.setTitle(self.tr("GPU utilisation / temperature / power") if gpu else self.tr("CPU load (%)"))
+        size = "9pt"
+        self.latency_plot.setTitle(self.tr("First audio (ms) per utterance"), size=size)
+        self.rtf_plot.setTitle(self.tr("Chunk RTF (below 1 = faster than real time)"), size=size)
+        self.memory_plot.setTitle(self.tr("VRAM (MB), last 60 s") if gpu else self.tr("RAM (MB), last 60 s"), size=size)
+        self.load_plot.setTitle(self.tr("GPU util % · temp °C · power W") if gpu else self.tr("CPU load (%), last 60 s"), size=size)
         note = self.sampler.note
         self.note.setText(self.tr("No NVIDIA GPU found: showing CPU and RAM instead.") if note else "")
         self.note.setVisible(bool(note))
@@ -112,10 +114,13 @@ class TelemetryDock(QDockWidget):
             xs = np.arange(first + 1, first + 1 + len(utterances), dtype=float)
             heights = np.array([u.first_audio_ms for u in utterances], dtype=float)
             self.latency_bars.setOpts(x=xs, height=heights, width=0.7)
+            self.latency_plot.setXRange(max(0.5, xs[-1] - MAX_UTTERANCES + 0.5), max(10.5, xs[-1] + 0.5), padding=0)
         chunks = self.recorder.chunks()[-MAX_CHUNKS:]
         rtf = np.array([c.rtf for c in chunks], dtype=float)
         rtf = rtf[np.isfinite(rtf)]
         self.rtf_curve.setData(np.arange(len(rtf), dtype=float), rtf)
+        if len(rtf):
+            self.rtf_plot.setYRange(0, max(1.5, float(rtf.max()) * 1.1), padding=0)
 
         samples = self.sampler.history(HISTORY_S)
         latest = samples[-1] if samples else None

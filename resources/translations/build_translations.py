@@ -1,0 +1,162 @@
+"""Refresh and compile the UI translations (run after changing UI strings).
+
+    python resources/translations/build_translations.py
+
+1. pyside6-lupdate scans cosydesk/ui/*.py for self.tr() strings into cosydesk_zh_CN.ts (the Qt Linguist
+   source, which translators can also edit with pyside6-linguist);
+2. entries still unfinished are filled from ZH_CN below (the reviewed table lives here, in one place);
+3. pyside6-lrelease compiles cosydesk_zh_CN.qm, which the app loads at run time.
+Both .ts and .qm are committed, so running the app never needs the Qt tools.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+TS = HERE / "cosydesk_zh_CN.ts"
+QM = HERE / "cosydesk_zh_CN.qm"
+
+ZH_CN = {
+    # history
+    "Replay": "重播",
+    "Export…": "导出…",
+    "Delete": "删除",
+    "{voice} · {duration} s · first audio {latency} · RTF {rtf}": "{voice} · {duration} 秒 · 首音 {latency} · RTF {rtf}",
+    "Export audio": "导出音频",
+    "WAV audio (*.wav);;FLAC audio (*.flac)": "WAV 音频 (*.wav);;FLAC 音频 (*.flac)",
+    "Saved {path}": "已保存 {path}",
+    # main window
+    "Audio: {m}": "音频：{m}",
+    "CosyDesk — local speech synthesis": "CosyDesk — 本地语音合成",
+    "Model": "模型",
+    "Models…": "模型管理…",
+    "Voice": "声音",
+    "New voice…": "新建声音…",
+    "Style": "风格",
+    "Speed": "语速",
+    "Type or paste Chinese or English text, then press Ctrl+Enter.": "输入或粘贴中文或英文文本，然后按 Ctrl+Enter。",
+    "Speak": "朗读",
+    "Speak the selection or the whole text (Ctrl+Enter)": "朗读选中的文字或全部文本（Ctrl+Enter）",
+    "Stop": "停止",
+    "Stop (Esc)": "停止（Esc）",
+    "Export WAV…": "导出 WAV…",
+    "History": "历史记录",
+    "&File": "文件(&F)",
+    "Export current utterance…": "导出当前语音…",
+    "Quit": "退出",
+    "&Settings": "设置(&S)",
+    "Language": "界面语言",
+    "Follow the system": "跟随系统",
+    "Compute device": "计算设备",
+    "Backend": "后端",
+    "Audio output": "音频输出",
+    "&View": "视图(&V)",
+    "Text to speak": "要朗读的文本",
+    "No model installed": "尚未安装模型",
+    "Cannot use {folder}: {problems}": "无法使用 {folder}：{problems}",
+    "Create a voice profile": "请新建一个声音",
+    "(no style)": "（无风格）",
+    "Type something to say first.": "请先输入要朗读的文字。",
+    "No model is loaded: choose or download one with “Models…”.": "尚未加载模型：请通过“模型管理…”选择或下载一个。",
+    "Speaking… first audio after {ms} ms": "正在朗读… 首音用时 {ms} 毫秒",
+    "Could not save to history: {e}": "无法保存到历史记录：{e}",
+    "Nothing to export yet: speak something first.": "还没有可导出的语音：请先朗读。",
+    "System default": "系统默认",
+    "No model loaded": "未加载模型",
+    "Loading model… {p}%": "正在加载模型… {p}%",
+    "Warming up…": "正在预热…",
+    "Ready": "就绪",
+    "Speaking…": "正在朗读…",
+    "Model: {name} ({version}, {rate} Hz)": "模型：{name}（{version}，{rate} Hz）",
+    "Device: {d}": "设备：{d}",
+    "Backend: {b}": "后端：{b}",
+    # model manager
+    "Models": "模型管理",
+    "Models are stored in {folder}. {default} is recommended: the lowest streaming latency and voice cloning.":
+        "模型保存在 {folder}。推荐 {default}：流式延迟最低，并支持声音克隆。",
+    "Size": "大小",
+    "What it offers": "功能",
+    "Status": "状态",
+    "Download": "下载",
+    "Cancel download": "取消下载",
+    "Use this model": "使用此模型",
+    "Add folder…": "添加文件夹…",
+    "installed": "已安装",
+    "not installed": "未安装",
+    "Choose a CosyVoice model folder": "选择 CosyVoice 模型文件夹",
+    "This folder cannot be used:": "此文件夹无法使用：",
+    "Also missing:": "另外还缺少：",
+    "Added {folder} ({version} model).": "已添加 {folder}（{version} 模型）。",
+    "It works, but:": "可以使用，但是：",
+    "Downloading {name}…": "正在下载 {name}…",
+    "Cancelling… (what was downloaded is kept; downloading again resumes)": "正在取消…（已下载的部分会保留，再次下载时继续）",
+    "Downloaded to {folder}.": "已下载到 {folder}。",
+    "Download cancelled; starting it again resumes where it stopped.": "下载已取消；再次开始会从中断处继续。",
+    # telemetry
+    "Telemetry": "性能监控",
+    "First audio (ms) per utterance": "每句首音延迟（毫秒）",
+    "Chunk RTF (below 1 = faster than real time)": "分块实时率（小于 1 即快于实时）",
+    "VRAM (MB), last 60 s": "显存（MB），最近 60 秒",
+    "RAM (MB), last 60 s": "内存（MB），最近 60 秒",
+    "GPU util % · temp °C · power W": "GPU 利用率 % · 温度 °C · 功耗 W",
+    "CPU load (%), last 60 s": "CPU 负载（%），最近 60 秒",
+    "No NVIDIA GPU found: showing CPU and RAM instead.": "未找到 NVIDIA GPU：改为显示 CPU 和内存。",
+    "VRAM {used} / {total} GB · util {util} · {temp} · {power}": "显存 {used} / {total} GB · 利用率 {util} · {temp} · {power}",
+    "torch allocated {a} MB · reserved {r} MB": "torch 已分配 {a} MB · 已保留 {r} MB",
+    "CPU {cpu} · RAM {used} / {total} GB": "CPU {cpu} · 内存 {used} / {total} GB",
+    "last: first audio {ms} ms · RTF {rtf}": "上一句：首音 {ms} 毫秒 · RTF {rtf}",
+    "audio underruns: {n}": "音频欠载：{n} 次",
+    # voice profile dialog
+    "Choose WAV file…": "选择 WAV 文件…",
+    "Record": "录音",
+    "No audio yet.": "还没有音频。",
+    "Type exactly what is said in the recording.": "请准确输入录音中所说的内容。",
+    "Name": "名称",
+    "Audio (3–30 s)": "音频（3–30 秒）",
+    "Transcript": "文本",
+    "New voice profile": "新建声音",
+    "Prompt audio": "参考音频",
+    "Audio (*.wav *.flac *.ogg);;All files (*)": "音频 (*.wav *.flac *.ogg);;所有文件 (*)",
+    "{seconds} s at {rate} Hz": "{seconds} 秒，{rate} Hz",
+    "Stop recording": "停止录音",
+    "Recording… {seconds} s": "正在录音… {seconds} 秒",
+    "Choose a WAV file or record your voice first.": "请先选择 WAV 文件或录一段声音。",
+}
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name) or str(Path(sys.executable).parent / name)
+    if not Path(path).exists():
+        raise SystemExit(f"{name} not found: pip install PySide6-Essentials (it ships the Qt translation tools)")
+    return path
+
+
+def main() -> int:
+    sources = sorted(str(p) for p in (REPO / "cosydesk" / "ui").glob("*.py"))
+    subprocess.run([_tool("pyside6-lupdate"), *sources, "-no-obsolete", "-locations", "none", "-ts", str(TS), "-target-language", "zh_CN"],
+                   check=True)
+    tree = ET.parse(TS)
+    missing = []
+    for message in tree.getroot().iter("message"):
+        source = message.find("source").text or ""
+        translation = message.find("translation")
+        if source in ZH_CN:
+            translation.text = ZH_CN[source]
+            translation.attrib.pop("type", None)
+        elif not (translation.text or "").strip():
+            missing.append(source)
+    tree.write(TS, encoding="utf-8", xml_declaration=True)
+    subprocess.run([_tool("pyside6-lrelease"), str(TS), "-qm", str(QM)], check=True)
+    for source in missing:
+        print(f"untranslated: {source!r}")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
