@@ -1,0 +1,6 @@
+"""CUDA-graph backend pieces: shape buckets, a static-KV-cache Qwen2 LM, a graph-captured CFM solver.
+
+Everything here is float16-first with float32 statistics (RMSNorm, softmax inside SDPA, the CFM Euler update),
+allocates its buffers once at load and captures every graph at load (``build_graph_model``); a request then
+only copies inputs into those buffers and replays. Not here: model math of record (cosydesk.model), threads.
+"""

@@ -1,0 +1,108 @@
+"""The flow's 10-step CFM solver (estimator + CFG combine + Euler update) as one CUDA graph per length bucket.
+
+``GraphedSampler`` replaces ``flow.decoder`` (a ``FlowMatchingSampler``) on the backend's own copy of the flow:
+``flow.inference`` calls it as ``decoder(z, mask, mu, spks, cond, streaming=...)`` and gets x at t=1.
+Requests are padded to the bucket with mask 0 and zero z/mu/cond; the estimator masks padded frames, and the
+causal (v2/v3) decoders never look right, so valid frames do not change (checked in tests and at warm-up).
+The Euler state stays float32 and the CFG combine is done in float32; the estimator runs in the model dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from cosydesk.model.cfm import cosine_time_grid
+from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded
+
+
+def solve_cfm(sampler, z, mask, mu, spks, cond, streaming: bool, grid: torch.Tensor) -> torch.Tensor:
+    """Euler + CFG like FlowMatchingSampler, with the state and the guidance combine in float32 -> [1,80,T] f32."""
+    dtype = mu.dtype
+    zeros = torch.zeros_like(mu)
+    mask_in = torch.cat([mask, mask], dim=0)
+    mu_in = torch.cat([mu, zeros], dim=0)
+    spks_in = torch.cat([spks, torch.zeros_like(spks)], dim=0)
+    cond_in = torch.cat([cond, zeros], dim=0)
+    cfg = sampler.inference_cfg_rate
+    x = z.float()
+    for step in range(sampler.n_steps):
+        t_in = grid[step].reshape(1).expand(2).to(dtype)
+        x_in = x.to(dtype).expand(2, -1, -1)
+        both = sampler.estimator(x_in, mask_in, mu_in, t_in, spks_in, cond_in, streaming=streaming).float()
+        x = x + (grid[step + 1] - grid[step]) * ((1.0 + cfg) * both[:1] - cfg * both[1:])
+    return x
+
+
+class GraphedSampler(nn.Module):
+    """Drop-in for FlowMatchingSampler with one captured graph per (bucket, streaming)."""
+
+    def __init__(self, sampler, buckets: list[int], streaming_modes: tuple[bool, ...], spk_dim: int = 80,
+                 mel_dim: int = 80):
+        super().__init__()
+        self.sampler = sampler
+        self.buckets = list(buckets)
+        self.streaming_modes = streaming_modes
+        param = next(sampler.estimator.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        self.grid = cosine_time_grid(sampler.n_steps, device=self.device, dtype=torch.float32)
+        mk = lambda *shape: torch.zeros(*shape, device=self.device, dtype=self.dtype)  # noqa: E731
+        self.bufs = {b: {"z": mk(1, mel_dim, b), "mu": mk(1, mel_dim, b), "cond": mk(1, mel_dim, b),
+                         "mask": mk(1, 1, b), "spks": mk(1, spk_dim), "out": mk(1, mel_dim, b)} for b in self.buckets}
+        self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
+        self.eager_calls = 0
+        self.capture_errors: list[str] = []
+
+    @property
+    def estimator(self):
+        return self.sampler.estimator
+
+    @property
+    def n_steps(self):
+        return self.sampler.n_steps
+
+    def _body(self, bucket: int, streaming: bool) -> None:
+        b = self.bufs[bucket]
+        x = solve_cfm(self.sampler, b["z"], b["mask"], b["mu"], b["spks"], b["cond"], streaming, self.grid)
+        b["out"].copy_(x.to(self.dtype))
+
+    def capture(self, pool=None, progress=None) -> None:
+        jobs = [(b, s) for b in self.buckets for s in self.streaming_modes]
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.inference_mode():
+            for bucket in self.buckets:  # realistic values while warming kernels up
+                self.bufs[bucket]["mask"].fill_(1.0)
+                self.bufs[bucket]["z"].normal_()
+            with torch.cuda.stream(side):
+                for bucket, streaming in jobs:
+                    self._body(bucket, streaming)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            for done, (bucket, streaming) in enumerate(jobs, 1):
+                graph = torch.cuda.CUDAGraph()
+                try:
+                    with torch.cuda.graph(graph, pool=pool):
+                        self._body(bucket, streaming)
+                except Exception as err:  # noqa: BLE001 - an uncapturable estimator falls back to eager
+                    self.capture_errors.append(f"{bucket}/{streaming}: {type(err).__name__}: {err}"[:300])
+                    torch.cuda.synchronize()
+                    continue
+                self.graphs[(bucket, streaming)] = graph
+                if progress:
+                    progress(done, len(jobs), "flow")
+
+    def forward(self, z, mask, mu, spks, cond, streaming: bool = False) -> torch.Tensor:
+        frames = z.shape[2]
+        bucket = bucket_for(frames, self.buckets)
+        graph = self.graphs.get((bucket, bool(streaming))) if bucket is not None else None
+        if graph is None:
+            self.eager_calls += 1
+            return solve_cfm(self.sampler, z, mask, mu, spks, cond, streaming, self.grid).to(mu.dtype)
+        b = self.bufs[bucket]
+        copy_padded(b["z"], z)
+        copy_padded(b["mu"], mu)
+        copy_padded(b["cond"], cond)
+        copy_padded(b["mask"], mask.to(self.dtype))
+        b["spks"].copy_(spks)
+        graph.replay()
+        return b["out"][:, :, :frames]  # a view of the static buffer: callers slice/convert it at once

@@ -1,0 +1,177 @@
+"""Qwen2 speech LM (v2/v3) over a static KV cache: the decode step and prefill buckets as CUDA graphs.
+
+The decoder math is written out here on the module's own weights (so shapes stay static): RMSNorm with
+float32 statistics, rotary embedding computed in float32, grouped-query attention over the whole preallocated
+cache with a position mask (keys at positions <= the query's), SwiGLU MLP. One sequence at a time: the cache
+belongs to the object, a new ``prefill`` starts over.
+
+Prefill pads the prompt up to a bucket; the padded query rows write junk K/V at positions P..bucket-1, which
+is harmless: every later query at position p first overwrites position p and only reads keys <= p.
+Logits returned by ``prefill`` / ``decode_step`` live in static buffers, valid until the next call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from cosydesk.runtime.cudagraph.buckets import bucket_for
+
+
+@dataclass
+class StaticDecodeState:
+    length: int
+
+
+def _rms(x: torch.Tensor, norm) -> torch.Tensor:
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+    return norm.weight * xf.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    half = xf.shape[-1] // 2
+    rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
+    return (xf * cos + rotated * sin).to(x.dtype)
+
+
+class StaticQwenLM:
+    """Drop-in for the runtime's LLM calls (``prefill``, ``decode_step``) on a Qwen2LM / CosyVoice3LM."""
+
+    def __init__(self, lm, max_len: int = 512, prefill_buckets: tuple[int, ...] = (32, 64, 96, 128, 192, 256),
+                 use_graphs: bool = True, pool=None, progress=None):
+        self.lm = lm
+        backbone = lm.llm.model.model
+        self.layers = list(backbone.layers)
+        self.final_norm = backbone.norm
+        cfg = lm.llm.config
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.hidden = cfg.hidden_size
+        weight = lm.llm_decoder.weight
+        self.device, self.dtype = weight.device, weight.dtype
+        self.max_len = max_len
+        self.prefill_buckets = [b for b in prefill_buckets if b <= max_len]
+        shape = (len(self.layers), 1, self.kv_heads, max_len, self.head_dim)
+        self.k_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
+        self.v_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
+        rotary = backbone.rotary_emb
+        inv_freq = rotary.inv_freq.to(device=self.device, dtype=torch.float32)
+        scale = float(getattr(rotary, "attention_scaling", 1.0) or 1.0)
+        freqs = torch.outer(torch.arange(max_len, device=self.device, dtype=torch.float32), inv_freq)
+        table = torch.cat([freqs, freqs], dim=-1)
+        self.cos, self.sin = table.cos() * scale, table.sin() * scale
+        self.key_positions = torch.arange(max_len, device=self.device)
+        # static inputs / outputs
+        self.token = torch.zeros(1, dtype=torch.long, device=self.device)
+        self.position = torch.zeros(1, dtype=torch.long, device=self.device)
+        self.decode_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
+        self.prefill_in = {b: torch.zeros(1, b, self.hidden, device=self.device, dtype=self.dtype)
+                           for b in self.prefill_buckets}
+        self.prefill_pos = {b: torch.arange(b, device=self.device) for b in self.prefill_buckets}
+        self.prefill_last = torch.zeros(1, dtype=torch.long, device=self.device)
+        self.prefill_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
+        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        self.eager_prefills = 0
+        if use_graphs:
+            self.capture(pool, progress)
+
+    # --- math ------------------------------------------------------------------------------------------
+    def forward(self, embeds: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Final-norm hidden states [1, q, H] of ``embeds`` [1, q, H] at ``positions`` [q]; writes the cache."""
+        q_len = embeds.shape[1]
+        mask = (self.key_positions.unsqueeze(0) <= positions.unsqueeze(1)).view(1, 1, q_len, self.max_len)
+        cos = self.cos.index_select(0, positions).view(1, 1, q_len, self.head_dim)
+        sin = self.sin.index_select(0, positions).view(1, 1, q_len, self.head_dim)
+        x = embeds
+        for i, layer in enumerate(self.layers):
+            attn = layer.self_attn
+            h = _rms(x, layer.input_layernorm)
+            q = F.linear(h, attn.q_proj.weight, attn.q_proj.bias).view(1, q_len, self.heads, self.head_dim)
+            k = F.linear(h, attn.k_proj.weight, attn.k_proj.bias).view(1, q_len, self.kv_heads, self.head_dim)
+            v = F.linear(h, attn.v_proj.weight, attn.v_proj.bias).view(1, q_len, self.kv_heads, self.head_dim)
+            q = _rotate(q.transpose(1, 2), cos, sin)
+            k = _rotate(k.transpose(1, 2), cos, sin)
+            self.k_cache[i].index_copy_(2, positions, k)
+            self.v_cache[i].index_copy_(2, positions, v.transpose(1, 2))
+            o = F.scaled_dot_product_attention(q, self.k_cache[i], self.v_cache[i], attn_mask=mask, enable_gqa=True)
+            x = x + F.linear(o.transpose(1, 2).reshape(1, q_len, self.heads * self.head_dim), attn.o_proj.weight)
+            h = _rms(x, layer.post_attention_layernorm)
+            mlp = layer.mlp
+            x = x + F.linear(F.silu(F.linear(h, mlp.gate_proj.weight)) * F.linear(h, mlp.up_proj.weight),
+                             mlp.down_proj.weight)
+        return _rms(x, self.final_norm)
+
+    def _decode_body(self) -> None:
+        embeds = self.lm.speech_embedding.weight.index_select(0, self.token).view(1, 1, self.hidden)
+        hidden = self.forward(embeds, self.position)
+        self.decode_logits.copy_(self.lm.llm_decoder(hidden[0, -1]).float())
+
+    def _prefill_body(self, bucket: int) -> None:
+        hidden = self.forward(self.prefill_in[bucket], self.prefill_pos[bucket])
+        last = hidden[0].index_select(0, self.prefill_last)
+        self.prefill_logits.copy_(self.lm.llm_decoder(last[0]).float())
+
+    # --- capture ---------------------------------------------------------------------------------------
+    def capture(self, pool=None, progress=None) -> None:
+        jobs = [("decode", self._decode_body)] + [(f"prefill{b}", (lambda b=b: self._prefill_body(b)))
+                                                  for b in self.prefill_buckets]
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.inference_mode(), torch.cuda.stream(side):
+            for _ in range(2):  # warm-up outside capture: cuBLAS handles, SDPA kernel choice
+                for _, body in jobs:
+                    body()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        for done, (name, body) in enumerate(jobs, 1):
+            graph = torch.cuda.CUDAGraph()
+            with torch.inference_mode(), torch.cuda.graph(graph, pool=pool):
+                body()
+            self.graphs[name] = graph
+            if progress:
+                progress(done, len(jobs), "llm")
+        self.k_cache.zero_()
+        self.v_cache.zero_()
+
+    # --- runtime API -----------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
+        embeds = self.lm.lm_input(text, prompt_text, prompt_speech_token, embedding).to(self.dtype)
+        length = embeds.shape[1]
+        bucket = bucket_for(length, self.prefill_buckets)
+        if length >= self.max_len:
+            raise ValueError(f"prompt of {length} positions exceeds the static cache ({self.max_len})")
+        if bucket is None or f"prefill{bucket}" not in self.graphs:
+            self.eager_prefills += 1
+            hidden = self.forward(embeds, torch.arange(length, device=self.device))
+            self.prefill_logits.copy_(self.lm.llm_decoder(hidden[0, -1]).float())
+        else:
+            buf = self.prefill_in[bucket]
+            buf[:, :length].copy_(embeds)
+            buf[:, length:].zero_()
+            self.prefill_last.fill_(length - 1)
+            self.graphs[f"prefill{bucket}"].replay()
+        return self.prefill_logits, StaticDecodeState(length=length)
+
+    @torch.inference_mode()
+    def decode_step(self, token, state: StaticDecodeState):
+        if state.length >= self.max_len:
+            raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
+        if isinstance(token, torch.Tensor):
+            self.token.copy_(token.reshape(1))
+        else:
+            self.token.fill_(int(token))
+        self.position.fill_(state.length)
+        if "decode" in self.graphs:
+            self.graphs["decode"].replay()
+        else:
+            self._decode_body()
+        state.length += 1
+        return self.decode_logits, state
+
+    def __getattr__(self, item):  # everything else (stop ids, eos id, sampling helpers) from the module
+        return getattr(self.__dict__["lm"], item)
