@@ -475,8 +475,15 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
     results, artefacts = {}, {}
     for name in backends:
         log(f"backend {name} ...")
-        metrics, art = run_backend(name, master, sentences, args.runs, args.warmup, args.fidelity, device, log=log)
+        subset = sentences[:args.eager_limit] if (args.eager_limit and name.startswith("eager")) else sentences
+        metrics, art = run_backend(name, master, subset, args.runs, args.warmup, min(args.fidelity, len(subset)),
+                                   device, log=log)
+        metrics["sentences"] = len(subset) * args.runs
         results[name], artefacts[name] = metrics, art
+        out_partial = Path(args.out)
+        out_partial.mkdir(parents=True, exist_ok=True)
+        (out_partial / f"{args.name or 'bench-' + master.version}.partial.json").write_text(
+            json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
         log(f"  {name}: first audio p50 {metrics['first_audio_ms']['p50']:.1f} / p99 "
             f"{metrics['first_audio_ms']['p99']:.1f} ms, RTF {metrics['rtf']:.4f}, stages {metrics['stages']}")
     ref_name = "eager-fp32" if "eager-fp32" in artefacts else None
@@ -494,7 +501,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         "version": master.version,
         "corpus": str(args.corpus),
         "sentences": len(texts) * args.runs,
-        "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity,
+        "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit,
                      "tokens_per_second": TOKENS_PER_SECOND, "chars_per_second": CHARS_PER_SECOND,
                      "prompt_tokens": PROMPT[master.version][0], "prompt_frames": PROMPT[master.version][1],
                      "zero_noise": True, "seed": args.seed,
@@ -535,6 +542,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="first N sentences only")
     p.add_argument("--warmup", type=int, default=3, help="untimed sentences per backend first")
     p.add_argument("--fidelity", type=int, default=20, help="sentences in the fidelity / stage-timing pass")
+    p.add_argument("--eager-limit", type=int, default=None,
+                   help="eager backends run only the first N sentences (they are ~100x slower); reported per backend")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--out", default="bench-out")
