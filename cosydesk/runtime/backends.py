@@ -23,10 +23,32 @@ BACKENDS = ("eager-fp32", "eager-fp16", "cudagraph")
 Progress = Callable[..., None] | None
 
 
+class HalfHift:
+    """HiFT in float16 behind the float32 interface Token2Wav uses: Token2Wav hands over the flow's float32 mel
+    (and float32 caches), so inputs are cast to the vocoder's dtype and outputs back to float32."""
+
+    def __init__(self, hift, dtype: torch.dtype):
+        self.hift, self.dtype = hift, dtype
+
+    def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
+        if cache_source is not None:
+            cache_source = cache_source.to(self.dtype)
+        speech, source = self.hift.inference_with_source(mel.to(self.dtype), cache_source=cache_source,
+                                                         zero_noise=zero_noise, **kwargs)
+        return speech.float(), source.float()
+
+    def inference(self, mel, *args, **kwargs):
+        return self.hift.inference(mel.to(self.dtype), *args, **kwargs).float()
+
+    def __getattr__(self, item):
+        return getattr(self.__dict__["hift"], item)
+
+
 def _cast(model, dtype: torch.dtype):
     for module in (model.llm, model.flow, model.hift):
         module.to(dtype=dtype)
-    return dataclasses.replace(model, dtype=dtype)
+    hift = model.hift if dtype == torch.float32 else HalfHift(model.hift, dtype)
+    return dataclasses.replace(model, dtype=dtype, hift=hift)
 
 
 def accelerate(model, backend: str, progress: Progress = None):

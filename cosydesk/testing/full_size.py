@@ -240,18 +240,22 @@ QWEN_FULL_CONFIG = dict(BLANKEN_CONFIG, hidden_size=896, intermediate_size=4864,
                         num_hidden_layers=24, num_key_value_heads=2, max_window_layers=24)
 
 
-def write_full_size_config(out_dir: str | Path, version: str) -> Path:
-    """Write the yaml (and for v2/v3 the BlankEN config.json) of a full-size model; no weights."""
+def write_full_size_config(out_dir: str | Path, version: str, tiny: bool = False) -> Path:
+    """Write the yaml (and for v2/v3 the BlankEN config.json) of a full-size model; no weights.
+    ``tiny=True`` writes the tiny test sizes instead (no tokenizer files: nothing here needs them)."""
+    from cosydesk.testing import tiny_model
+
     if version not in FULL_YAML:
         raise ValueError(f"version must be one of v1, v2, v3 (got {version!r})")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    name, text = FULL_YAML[version]
+    name, text = (tiny_model.YAML if tiny else FULL_YAML)[version]
     (out / name).write_text(text, encoding="utf-8")
     if version != "v1":
         blanken = out / "CosyVoice-BlankEN"
         blanken.mkdir(exist_ok=True)
-        (blanken / "config.json").write_text(json.dumps(QWEN_FULL_CONFIG, indent=2), encoding="utf-8")
+        qwen = BLANKEN_CONFIG if tiny else QWEN_FULL_CONFIG
+        (blanken / "config.json").write_text(json.dumps(qwen, indent=2), encoding="utf-8")
     return out
 
 
@@ -272,7 +276,7 @@ def _init_qwen_backbone(llm) -> None:
                 param.normal_(0.0, 0.02)
 
 
-def build_random_networks(version: str, seed: int = 0, workdir: str | Path | None = None):
+def build_random_networks(version: str, seed: int = 0, workdir: str | Path | None = None, tiny: bool = False):
     """(version, config, model_dir, llm, flow, hift) in float32 on the CPU, seeded."""
     import torch
 
@@ -280,7 +284,7 @@ def build_random_networks(version: str, seed: int = 0, workdir: str | Path | Non
     from cosydesk.model.cosyvoice import build_networks
 
     model_dir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=f"cosydesk-full-{version}-"))
-    write_full_size_config(model_dir, version)
+    write_full_size_config(model_dir, version, tiny=tiny)
     version_read, config = load_model_config(model_dir)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
@@ -291,14 +295,15 @@ def build_random_networks(version: str, seed: int = 0, workdir: str | Path | Non
     return version_read, config, model_dir, llm, flow, hift
 
 
-def random_model(version: str, device="cpu", dtype=None, seed: int = 0, workdir: str | Path | None = None):
-    """A CosyVoiceModel of the released size with seeded random weights."""
+def random_model(version: str, device="cpu", dtype=None, seed: int = 0, workdir: str | Path | None = None,
+                 tiny: bool = False):
+    """A CosyVoiceModel of the released size (or the tiny test size) with seeded random weights."""
     import torch
 
     from cosydesk.model.cosyvoice import CosyVoiceModel
 
     dtype = dtype or torch.float32
-    version, config, model_dir, llm, flow, hift = build_random_networks(version, seed, workdir)
+    version, config, model_dir, llm, flow, hift = build_random_networks(version, seed, workdir, tiny)
     device = torch.device(device)
     for module in (llm, flow, hift):
         module.to(device=device, dtype=dtype)

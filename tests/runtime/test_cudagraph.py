@@ -37,10 +37,10 @@ def test_copy_padded_fills_tail():
 
 @pytest.fixture(scope="module")
 def tiny_v2_model(tmp_path_factory):
-    from cosydesk.model import load
-    from cosydesk.testing.tiny_model import write_tiny_model
+    from cosydesk.testing.full_size import random_model
 
-    return load(write_tiny_model(tmp_path_factory.mktemp("cg") / "v2", "v2"), "cpu", torch.float32)
+    # tiny sizes, seeded, no tokenizer files (they need a test-only package the GPU machine lacks)
+    return random_model("v2", "cpu", torch.float32, seed=0, workdir=tmp_path_factory.mktemp("cg"), tiny=True)
 
 
 def _prompt(seed=0):
