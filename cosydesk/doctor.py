@@ -267,7 +267,7 @@ def check_portaudio() -> Check:
         import sounddevice
     except OSError as error:  # the library is missing: sounddevice raises OSError on import
         fix = "sudo apt install libportaudio2" if _on_linux() else "pip install --force-reinstall sounddevice"
-        return Check("PortAudio", FAIL, f"PortAudio library not found ({error})", fix)
+        return Check("PortAudio", FAIL, f"the PortAudio library cannot be loaded ({error})", fix)
     except ImportError:
         return Check("PortAudio", FAIL, "the sounddevice package is not installed", "pip install sounddevice")
     try:
