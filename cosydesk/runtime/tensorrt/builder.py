@@ -69,10 +69,16 @@ def estimator_profile(frames: BucketSet, batch: int = 2, mel_channels: int = 80,
     return ShapeProfile(shapes)
 
 
-def mel_to_wave_profile(frames: BucketSet, mel_channels: int = 80) -> ShapeProfile:
+def hift_head_profile(frames: BucketSet, samples_per_frame: int, hop: int, n_fft: int = 16,
+                      mel_channels: int = 80) -> ShapeProfile:
+    """Profile of the HiFT conv-stack engine: mel [1, 80, T] and source_spec [1, n_fft+2, T*spf/hop + 1]."""
+    assert HIFT_INPUTS == ("mel", "source_spec")
+    per = samples_per_frame // hop
     lo, opt, hi = frames.profile()
-    assert HIFT_INPUTS == ("mel",)
-    return ShapeProfile({"mel": ((1, mel_channels, lo), (1, mel_channels, opt), (1, mel_channels, hi))})
+    return ShapeProfile({
+        "mel": tuple((1, mel_channels, n) for n in (lo, opt, hi)),
+        "source_spec": tuple((1, n_fft + 2, n * per + 1) for n in (lo, opt, hi)),
+    })
 
 
 def graph_precision(onnx_path: str | Path) -> str:

@@ -55,6 +55,19 @@ class Flavour:
         trt = self.module
         return trt.Logger(getattr(trt.Logger, severity))
 
+    def silent_logger(self) -> Any:
+        """A logger that drops everything (for probes whose failures we handle ourselves)."""
+        base = self.module.ILogger
+
+        class _Silent(base):  # type: ignore[misc, valid-type]
+            def __init__(self) -> None:
+                base.__init__(self)
+
+            def log(self, severity, msg) -> None:  # noqa: ANN001
+                pass
+
+        return _Silent()
+
     def network_flags(self) -> int:
         """Creation flags: strongly typed where the flag exists (TensorRT 11 / RTX may make it the only mode)."""
         trt = self.module
@@ -123,7 +136,7 @@ class Flavour:
         """True if the library says the bytes are not an engine of this flavour/version, False if it finds no
         fault in the header, None if it cannot tell (no validity API). Works without a GPU for TensorRT for RTX."""
         trt = self.module
-        runtime = trt.Runtime(self.logger("ERROR"))
+        runtime = trt.Runtime(self.silent_logger())  # on a CPU-only machine the probe logs a (harmless) fatal
         check = getattr(runtime, "get_engine_validity", None)
         diagnostics_enum = getattr(trt, "EngineInvalidityDiagnostics", None)
         if check is None or diagnostics_enum is None:

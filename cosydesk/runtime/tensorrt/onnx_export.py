@@ -39,8 +39,8 @@ MIN_DYNAMIC_LENGTH = 4
 
 ESTIMATOR_INPUTS = ("x", "mask", "mu", "t", "spks", "cond")
 ESTIMATOR_OUTPUT = "estimator_out"
-HIFT_INPUTS = ("mel",)
-HIFT_OUTPUT = "wave"
+HIFT_INPUTS = ("mel", "source_spec")
+HIFT_OUTPUT = "hift_head"
 
 # Ops whose statistics / accumulations must not run in fp16.
 NORM_OPS = frozenset({"LayerNormalization", "GroupNormalization", "InstanceNormalization"})
@@ -127,16 +127,23 @@ class EstimatorForExport(nn.Module):
         return out.float()
 
 
-class MelToWaveForExport(nn.Module):
-    """``mel -> wave`` with float32 I/O around a callable vocoder decode (source/noise handled inside it)."""
+class HiftHeadForExport(nn.Module):
+    """The HiFT conv stack: ``(mel, source_spec) -> head`` with float32 I/O.
 
-    def __init__(self, decode: nn.Module, dtype: torch.dtype):
+    The heavy part of HiFT (conv_pre, upsampling with the source spectrum fused in, resblocks, conv_post).
+    The f0 predictor + harmonic source, the source STFT and the iSTFT stay in torch: they are cheap, need
+    float32/float64 and complex numbers, and TensorRT has no STFT op. `hift_head_to_wave` finishes the job.
+    """
+
+    def __init__(self, hift: nn.Module, dtype: torch.dtype):
         super().__init__()
-        self.decode = decode
+        self.hift = hift
         self.dtype = dtype
 
-    def forward(self, mel):  # noqa: ANN001
-        return self.decode(mel.to(self.dtype)).float()
+    def forward(self, mel, source_spec):  # noqa: ANN001
+        hift = self.hift
+        x = hift.conv_pre(mel.to(self.dtype))
+        return hift._fused_upsampling(x, source_spec.to(self.dtype)).float()
 
 
 def estimator_example_inputs(frames: int = 64, mel_channels: int = 80, spk_dim: int = 80, seed: int = 0,
@@ -211,20 +218,38 @@ def export_estimator(estimator: nn.Module, path: str | Path, precision: str = "f
     return ExportedGraph(path, precision, ESTIMATOR_INPUTS, (ESTIMATOR_OUTPUT,), "frames")
 
 
-def export_mel_to_wave(decode: nn.Module, path: str | Path, precision: str = "fp32", example_frames: int = 64,
-                       max_frames: int = 4096, mel_channels: int = 80) -> ExportedGraph:
-    """Export a vocoder decode ``mel [1, 80, T] -> wave [1, samples]`` with T dynamic.
+def hift_source_spectrum(hift: nn.Module, mel: torch.Tensor, source: torch.Tensor | None = None) -> torch.Tensor:
+    """The second engine input for a mel: STFT of the harmonic source (zero-noise draws if none given)."""
+    if source is None:
+        with torch.no_grad():
+            source = hift.make_source(hift.predict_f0(mel), hift.zero_draws(mel))
+    return hift._source_spectrum(source)
 
-    ``decode`` must be deterministic given the mel (source noise fixed or zero inside it) so the graph has no
-    random ops; the HiFT adapter that provides it lives next to the HiFT model.
-    """
+
+def hift_head_to_wave(hift: nn.Module, head: torch.Tensor) -> torch.Tensor:
+    """Engine output (conv_post activations) -> waveform, as HiFT's own decode finishes it."""
+    return hift._spectrum_to_wave(head).clamp(-hift.audio_limit, hift.audio_limit)
+
+
+def export_hift_head(hift: nn.Module, path: str | Path, precision: str = "fp32", example_frames: int = 64,
+                     max_frames: int = 4096, mel_channels: int = 80) -> ExportedGraph:
+    """Export the v1/v2 HiFT conv stack: inputs mel [1, 80, T], source_spec [1, n_fft+2, T*spf/hop + 1];
+    output hift_head [1, n_fft+2, T*spf/hop + 1]; T dynamic (the spectrum length is derived from it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    work, dtype = _prepare_copy(decode, precision)
-    wrapper = MelToWaveForExport(work, dtype).eval()
-    example = (torch.randn(1, mel_channels, example_frames, generator=torch.Generator().manual_seed(0)),)
-    with torch.no_grad():
-        _export(wrapper, example, path, HIFT_INPUTS, (HIFT_OUTPUT,), {"mel": {2: "frames"}}, max_frames)
+    work, dtype = _prepare_copy(hift, precision)
+    wrapper = HiftHeadForExport(work, dtype).eval()
+    mel = torch.randn(1, mel_channels, example_frames, generator=torch.Generator().manual_seed(0))
+    spec = hift_source_spectrum(hift, mel)
+    frames_per_spec = hift.samples_per_frame // hift.hop_len
+    frames = torch.export.Dim("frames", min=MIN_DYNAMIC_LENGTH, max=max_frames)
+    shapes = {"mel": {2: frames}, "source_spec": {2: frames * frames_per_spec + 1}}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(wrapper, (mel, spec), dynamo=True, input_names=list(HIFT_INPUTS),
+                                    output_names=[HIFT_OUTPUT], dynamic_shapes=shapes, opset_version=OPSET,
+                                    optimize=True, verbose=False)
+    program.save(str(path), external_data=False)
     _finish(path, precision)
     return ExportedGraph(path, precision, HIFT_INPUTS, (HIFT_OUTPUT,), "frames")
 
