@@ -289,8 +289,9 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     t_load = time.perf_counter()
     base = dataclasses.replace(master, llm=copy.deepcopy(master.llm), flow=copy.deepcopy(master.flow),
                                hift=copy.deepcopy(master.hift))
+    target = torch.float32 if name in ("eager", "eager-fp32") else torch.float16
     for module in (base.llm, base.flow, base.hift):
-        module.to(device=device)
+        module.to(device=device, dtype=target)  # cast on the way: no float32 copy on the GPU for fp16 backends
     base = dataclasses.replace(base, device=device)
     model = accelerate(base, name, progress=lambda done, total, what="": log(f"  [{name}] warm-up {what} {done}/{total}")
                        if done == total or done % 10 == 0 else None)

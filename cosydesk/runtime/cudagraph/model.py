@@ -1,5 +1,6 @@
-"""Assemble the cudagraph backend: one float16 model, one graph memory pool, every graph captured at load.
+"""Assemble the cudagraph backend: one float16 model, one graph memory pool per stream, every graph captured at load.
 
+Graph pools: one for the LLM graphs, one for the flow graphs (they run concurrently on two streams).
 v2/v3: the LLM is ``StaticQwenLM`` (decode step + prefill buckets captured). v1's wenet-style LLM stays eager
 float16 (not captured yet). All versions: the CFM solver is ``GraphedSampler`` per mel-length bucket; the flow
 encoder and HiFT run eager float16 (HiFT capture per mel bucket is a follow-up).
@@ -21,16 +22,18 @@ FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
 
 def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_frames: int | None = None):
     """``model`` already float16 on CUDA; returns the dataclass copy with graph-backed llm / flow.decoder."""
-    pool = torch.cuda.graph_pool_handle()
+    # One pool per stream: graphs sharing a pool reuse each other's temporaries, which is only safe when they
+    # never run at the same time. The LLM (stream A) and the flow (stream B) do run concurrently.
+    llm_pool, flow_pool = torch.cuda.graph_pool_handle(), torch.cuda.graph_pool_handle()
     llm = model.llm
     if model.version in ("v2", "v3"):
-        llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=pool, progress=progress)
+        llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress)
     flow = model.flow
     sampler = flow.decoder
     buckets = make_buckets(flow_max_frames or FLOW_MAX_FRAMES[model.version], FLOW_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
     graphed = GraphedSampler(sampler, buckets, modes)
-    graphed.capture(pool=pool, progress=progress)
+    graphed.capture(pool=flow_pool, progress=progress)
     flow.decoder = graphed
     torch.cuda.synchronize()
     return dataclasses.replace(model, llm=llm, flow=flow)
