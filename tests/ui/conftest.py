@@ -77,3 +77,24 @@ def tiny_model_dir(version: str = "v2") -> Path:
 @pytest.fixture(scope="session")
 def tiny_v2() -> Path:
     return tiny_model_dir("v2")
+
+
+@pytest.fixture(scope="session")
+def tiny_v2_synth(tiny_v2):
+    """One real Synthesizer on the tiny v2 model, shared by the tests of a session (loading costs seconds)."""
+    from cosydesk.runtime import Synthesizer
+
+    return Synthesizer(tiny_v2, device="cpu")
+
+
+@pytest.fixture
+def tiny_factory(tiny_v2_synth):
+    """A synthesizer_factory that hands out the shared tiny Synthesizer (reporting load progress as a real load)."""
+
+    def build(model_dir, progress=None, **options):
+        if progress:
+            progress("Loading model", 0.0)
+            progress("Ready", 1.0)
+        return tiny_v2_synth
+
+    return build

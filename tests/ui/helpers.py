@@ -23,7 +23,7 @@ def make_window(qtbot, data_dir: Path, synthesizer_factory, player: Player | Non
         window.show()
     if model_dir is not None:
         window.load_model(model_dir)
-        qtbot.waitUntil(lambda: window.state == "ready", timeout=60000)
+        qtbot.waitUntil(lambda: window.state == "ready" and window.model is not None, timeout=60000)
     return window
 
 

@@ -1,0 +1,91 @@
+"""Take the README screenshot: the real main window mid-synthesis, telemetry dock visible.
+
+    Xvfb :99 -screen 0 1280x800x24 -nolisten tcp &
+    DISPLAY=:99 QT_QPA_PLATFORM=xcb python -m cosydesk.ui.screenshot docs/screenshot-main.png --model DIR [--lang zh_CN]
+
+It speaks a few short lines (so history and the latency plot have content), then a long text, and while
+that one is still being synthesised it captures the X screen with ImageMagick's `import -window root`
+(a real-window screenshot, not a widget render). Needs a CJK font (fonts-wqy-microhei) for Chinese text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+
+WARM_LINES = ["你好，欢迎使用 CosyDesk。", "Hello! This runs on your own GPU.", "今天天气很好。"]
+LONG_TEXT = ("CosyDesk 在你自己的显卡上实时合成语音：输入中文或英文，按 Ctrl+Enter 立即朗读。\n"
+             "It streams audio as soon as the first chunk is ready, and shows first-audio latency, "
+             "real-time factor and memory use live in the telemetry panel.\n"
+             "你可以选择说话人和风格，把喜欢的句子导出为 WAV 文件。")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--lang", default="en", choices=["en", "zh_CN"])
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=800)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("COSYDESK_DATA_DIR", tempfile.mkdtemp(prefix="cosydesk-shot-"))
+
+    from cosydesk.settings import Key, Settings
+    from cosydesk.ui.app import build_main_window, create_application
+
+    app = create_application([sys.argv[0]])
+    settings = Settings()
+    settings.set(Key.LANGUAGE, args.lang)
+    window = build_main_window(args.model, settings=settings)
+    window.setGeometry(0, 0, args.width, args.height)
+    window.show()
+    worker = window.controller.worker
+    queue = list(WARM_LINES)
+    state = {"shot": None}
+
+    def speak_next(*_):
+        if queue:
+            window.text_edit.setPlainText(queue.pop(0))
+            window.speak()
+        elif state["shot"] is None:
+            state["shot"] = "waiting"
+            window.text_edit.setPlainText(LONG_TEXT)
+            window.speak()
+
+    def on_chunk(info):
+        if state["shot"] == "waiting":
+            state["shot"] = "taking"
+            QTimer.singleShot(150, take)  # let the status bar and plots repaint first
+
+    def take():
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        app.processEvents()
+        subprocess.run(["/usr/bin/import", "-window", "root", "-crop", f"{args.width}x{args.height}+0+0",
+                        str(args.out)], check=True)
+        print(f"saved {args.out}")
+        window.stop()
+        QTimer.singleShot(200, app.quit)
+
+    def start_when_ready():
+        if window.state == "ready" and window.model is not None:
+            speak_next()
+        else:
+            QTimer.singleShot(200, start_when_ready)
+
+    worker.jobFinished.connect(lambda result: QTimer.singleShot(300, speak_next) if state["shot"] is None else None)
+    worker.chunkReady.connect(on_chunk)
+    QTimer.singleShot(500, start_when_ready)
+    QTimer.singleShot(240_000, app.quit)  # never hang a script
+    app.exec()
+    window.shutdown()
+    return 0 if args.out.exists() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
