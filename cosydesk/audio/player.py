@@ -245,7 +245,11 @@ class Player:
             stream.start()
         except Exception as error:  # noqa: BLE001 - PortAudioError, ValueError for unknown device names
             name = "default device" if self.device is None else f"device {self.device!r}"
-            self.last_error = f"cannot open audio output on {name} at {self._stream_rate} Hz: {error}"
+            if not list_output_devices(sd):
+                self.last_error = ("no audio output device found (no sound card, or PulseAudio/PipeWire not running); "
+                                   "synthesis still works and can be exported")
+            else:
+                self.last_error = f"cannot open audio output on {name} at {self._stream_rate} Hz: {error}"
             raise AudioDeviceError(self.last_error) from error
         self._stream = stream
         self.streams_opened += 1

@@ -252,13 +252,14 @@ class MainWindow(QMainWindow):
         worker.loadProgress.connect(self._on_load_progress)
         worker.loaded.connect(self._on_loaded)
         worker.loadFailed.connect(self._on_load_failed)
-        worker.warmingUp.connect(lambda: self._set_state("warming"))
+        # Bound slots only: a lambda connected to a signal of the worker thread would run in that thread.
+        worker.warmingUp.connect(self._on_warming_up)
         worker.warmedUp.connect(self._on_warmed_up)
         worker.jobStarted.connect(self._on_job_started)
         worker.chunkReady.connect(self._on_chunk)
         worker.jobFailed.connect(self._on_job_failed)
         worker.jobFinished.connect(self._on_job_finished)
-        worker.audioError.connect(lambda message: self.show_message(self.tr("Audio: {m}").format(m=message), True))
+        worker.audioError.connect(self._on_audio_error)
 
     # ------------------------------------------------------------------------------------------ texts
     def changeEvent(self, event) -> None:  # noqa: N802
@@ -387,6 +388,14 @@ class MainWindow(QMainWindow):
         self.model = None
         self._set_state("no_model")
         self.show_message(message, True)
+
+    @Slot()
+    def _on_warming_up(self) -> None:
+        self._set_state("warming")
+
+    @Slot(str)
+    def _on_audio_error(self, message: str) -> None:
+        self.show_message(self.tr("Audio: {m}").format(m=message), True)
 
     @Slot(float)
     def _on_warmed_up(self, seconds: float) -> None:

@@ -17,13 +17,59 @@ import sys
 import tempfile
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, QTimer, Slot
 
 WARM_LINES = ["你好，欢迎使用 CosyDesk。", "Hello! This runs on your own GPU.", "今天天气很好。"]
 LONG_TEXT = ("CosyDesk 在你自己的显卡上实时合成语音：输入中文或英文，按 Ctrl+Enter 立即朗读。\n"
              "It streams audio as soon as the first chunk is ready, and shows first-audio latency, "
              "real-time factor and memory use live in the telemetry panel.\n"
              "你可以选择说话人和风格，把喜欢的句子导出为 WAV 文件。")
+
+
+class _Driver(QObject):
+    """Lives in the UI thread, so the worker's signals reach these slots queued (never in the worker thread)."""
+
+    def __init__(self, app, window, args) -> None:
+        super().__init__()
+        self.app, self.window, self.args = app, window, args
+        self.queue = list(WARM_LINES)
+        self.shot = None
+
+    def speak_next(self) -> None:
+        if self.queue:
+            self.window.text_edit.setPlainText(self.queue.pop(0))
+            self.window.speak()
+        elif self.shot is None:
+            self.shot = "waiting"
+            self.window.text_edit.setPlainText(LONG_TEXT)
+            self.window.speak()
+
+    @Slot(object)
+    def on_finished(self, result) -> None:
+        if self.shot is None:
+            QTimer.singleShot(300, self.speak_next)
+
+    @Slot(object)
+    def on_chunk(self, info) -> None:
+        if self.shot == "waiting":
+            self.shot = "taking"
+            QTimer.singleShot(150, self.take)  # let the status bar and plots repaint first
+
+    def take(self) -> None:
+        out = self.args.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.app.processEvents()
+        subprocess.run(["/usr/bin/import", "-window", "root", "-crop", f"{self.args.width}x{self.args.height}+0+0",
+                        str(out)], check=True)
+        print(f"saved {out}")
+        self.window.stop()
+        QTimer.singleShot(200, self.app.quit)
+
+    def start_when_ready(self) -> None:
+        if self.window.state == "ready" and self.window.model is not None:
+            self.speak_next()
+        else:
+            QTimer.singleShot(200, self.start_when_ready)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,42 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     window = build_main_window(args.model, settings=settings)
     window.setGeometry(0, 0, args.width, args.height)
     window.show()
-    worker = window.controller.worker
-    queue = list(WARM_LINES)
-    state = {"shot": None}
-
-    def speak_next(*_):
-        if queue:
-            window.text_edit.setPlainText(queue.pop(0))
-            window.speak()
-        elif state["shot"] is None:
-            state["shot"] = "waiting"
-            window.text_edit.setPlainText(LONG_TEXT)
-            window.speak()
-
-    def on_chunk(info):
-        if state["shot"] == "waiting":
-            state["shot"] = "taking"
-            QTimer.singleShot(150, take)  # let the status bar and plots repaint first
-
-    def take():
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        app.processEvents()
-        subprocess.run(["/usr/bin/import", "-window", "root", "-crop", f"{args.width}x{args.height}+0+0",
-                        str(args.out)], check=True)
-        print(f"saved {args.out}")
-        window.stop()
-        QTimer.singleShot(200, app.quit)
-
-    def start_when_ready():
-        if window.state == "ready" and window.model is not None:
-            speak_next()
-        else:
-            QTimer.singleShot(200, start_when_ready)
-
-    worker.jobFinished.connect(lambda result: QTimer.singleShot(300, speak_next) if state["shot"] is None else None)
-    worker.chunkReady.connect(on_chunk)
-    QTimer.singleShot(500, start_when_ready)
+    driver = _Driver(app, window, args)
+    window.controller.worker.jobFinished.connect(driver.on_finished)
+    window.controller.worker.chunkReady.connect(driver.on_chunk)
+    QTimer.singleShot(500, driver.start_when_ready)
     QTimer.singleShot(240_000, app.quit)  # never hang a script
     app.exec()
     window.shutdown()

@@ -63,14 +63,16 @@ class TelemetryDock(QDockWidget):
         self.rtf_plot.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#b3261e", style=Qt.PenStyle.DashLine)))
         self.memory_plot = self.graphs.addPlot(row=2, col=0)
         self.memory_plot.setXRange(-HISTORY_S, 0, padding=0)
-        self.memory_plot.addLegend(offset=(5, 5))
+        if gpu:  # without a GPU there is one curve per plot and the title names it
+            self.memory_plot.addLegend(offset=(5, 5))
         self.memory_curve = self.memory_plot.plot(pen=pg.mkPen("#2f6fde", width=2), name="NVML" if gpu else "RAM")
         self.torch_allocated_curve = self.memory_plot.plot(pen=pg.mkPen("#e8710a", width=1), name="torch alloc")
         self.torch_reserved_curve = self.memory_plot.plot(pen=pg.mkPen("#888", width=1), name="torch reserved")
         self.load_plot = self.graphs.addPlot(row=3, col=0)
         self.load_plot.setXRange(-HISTORY_S, 0, padding=0)
         self.load_plot.setYRange(0, 100, padding=0.02)
-        self.load_plot.addLegend(offset=(5, 5))
+        if gpu:
+            self.load_plot.addLegend(offset=(5, 5))
         self.util_curve = self.load_plot.plot(pen=pg.mkPen("#188038", width=2), name="util %" if gpu else "CPU %")
         self.temp_curve = self.load_plot.plot(pen=pg.mkPen("#d93025", width=1), name="°C")
         self.power_curve = self.load_plot.plot(pen=pg.mkPen("#f9ab00", width=1), name="W")

@@ -97,3 +97,11 @@ def test_device_list_from_fake_and_without_portaudio():
             raise OSError("no PortAudio")
 
     assert list_output_devices(Broken()) == []
+
+
+def test_no_output_device_at_all_says_so():
+    fake = FakeSoundDevice()
+    fake.query_devices = lambda: []
+    fake.unplugged = True
+    with pytest.raises(AudioDeviceError, match="no audio output device found"):
+        play_stream([np.ones(10, np.float32)], RATE, player=Player(sd_module=fake))

@@ -219,3 +219,24 @@ def test_no_model_opens_manager_on_default(qtbot, data_dir):
     assert dialog.selected_name() == "CosyVoice2-0.5B"
     dialog.close()
     window.shutdown()
+
+
+def test_worker_signals_are_handled_on_the_ui_thread(qtbot, data_dir):
+    """Regression: a lambda connected to a worker-thread signal runs in the worker thread and touches widgets."""
+    import threading as _threading
+
+    window = make_window(qtbot, data_dir, factory())
+    seen = []
+    original = window.show_message
+
+    def recording_show_message(text, is_error=False):
+        seen.append(_threading.current_thread() is _threading.main_thread())
+        original(text, is_error)
+
+    window.show_message = recording_show_message
+    emitter = _threading.Thread(target=lambda: window.controller.worker.audioError.emit("device gone"))
+    emitter.start()
+    emitter.join()
+    qtbot.waitUntil(lambda: "device gone" in window.error_label.text())
+    assert seen == [True]
+    window.shutdown()
