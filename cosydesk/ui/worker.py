@@ -13,7 +13,6 @@ supports, stream), so tests can hand it a fake through `synthesizer_factory`.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 import traceback
@@ -99,26 +98,13 @@ class SynthWorker(QObject):
     audioError = Signal(str)
 
     def __init__(self, synthesizer_factory=None, player: Player | None = None,
-                 recorder: LatencyRecorder | None = None, warmup: bool = True, nice: int = 5) -> None:
+                 recorder: LatencyRecorder | None = None, warmup: bool = True) -> None:
         super().__init__()
-        self.nice = nice
         self._factory = synthesizer_factory or _default_factory
         self.player = player
         self.recorder = recorder or LatencyRecorder()
         self.warmup = warmup
         self.synth = None
-
-    @Slot()
-    def lower_priority(self) -> None:
-        """Run this thread (and the threads it starts: torch's OpenMP team, the runtime's LLM producer) at a
-        lower CPU priority, so that on a busy CPU the UI thread wins. Linux and macOS apply nice per thread."""
-        if self.nice <= 0 or not hasattr(os, "setpriority"):
-            return
-        try:
-            tid = threading.get_native_id()
-            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + self.nice)
-        except OSError:
-            pass
 
     # -- model ----------------------------------------------------------------------------------------
     @Slot(str, dict)
@@ -264,7 +250,6 @@ class SynthController(QObject):
         self.worker = SynthWorker(synthesizer_factory, player, recorder, warmup)
         self.recorder = self.worker.recorder
         self.worker.moveToThread(self.thread)
-        self.thread.started.connect(self.worker.lower_priority)
         self._loadRequested.connect(self.worker.load)
         self._speakRequested.connect(self.worker.speak)
         self._replayRequested.connect(self.worker.replay)

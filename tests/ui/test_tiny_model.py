@@ -98,7 +98,7 @@ def test_ui_stays_responsive_while_synthesising(qtbot, data_dir, tiny_v2, tiny_f
     qtbot.wait(1000)  # the same timer with the app idle: how busy is this machine anyway?
     idle_p99 = float(np.percentile((np.diff(ticks) - 0.010) * 1000.0, 99))
     _report("ui_timer_10ms_lateness_p99_idle_ms", round(idle_p99, 2))
-    if idle_p99 > 30.0:
+    if idle_p99 > 20.0:  # a quiet machine idles at ~1-2 ms; above 20 ms it cannot judge a 50 ms bound
         timer.stop()
         window.shutdown()
         pytest.skip(f"this machine is too busy to judge UI latency: idle P99 already {idle_p99:.0f} ms "
