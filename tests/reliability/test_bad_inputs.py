@@ -47,16 +47,21 @@ KNOWN_BUGS = {
     "emoji_zwj_and_variation_selectors": FORMAT_CHAR_BUG,
     "bidi_marks_only": FORMAT_CHAR_BUG,
 }
-# Long syntheses (seconds each on the tiny model) run in the slow tier; the fast tier keeps every error case
-# and a few audio cases per surface.
+# Tiers: the fast tier (every commit) runs the whole corpus through the Synthesizer, every error case through
+# the CLI (cheap) and a sample through the GUI; the rest repeats syntheses already covered and runs with the
+# slow tier (`-m slow`, CI).
 SLOW_EVERYWHERE = ("cjk_500_chars_no_punctuation",)
-FAST_AUDIO_ON_OTHER_SURFACES = ("control_chars_and_nul", "mixed_zh_en_ja_ko", "unbalanced_strong", "rtl_hebrew")
+FAST_CLI_AUDIO = ("control_chars_and_nul", "mixed_zh_en_ja_ko", "prompt_stereo_44k")
+FAST_GUI = ("empty", "whitespace_only", "emoji_only", "unknown_speaker", "control_chars_and_nul", "long_20000_chars",
+            "prompt_8_khz", "prompt_stereo_44k", "prompt_not_audio")
 
 
-def slow_on_other_surfaces(cases: dict, keep: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Audio cases already covered fast through the Synthesizer: slow tier on the CLI and the GUI."""
-    return tuple(case_id for case_id, case in cases.items()
-                 if case.get("expect") == "audio" and case_id not in FAST_AUDIO_ON_OTHER_SURFACES + keep)
+def slow_on_cli(cases: dict) -> tuple[str, ...]:
+    return tuple(case_id for case_id, case in cases.items() if case["expect"] == "audio" and case_id not in FAST_CLI_AUDIO)
+
+
+def slow_on_gui(cases: dict) -> tuple[str, ...]:
+    return tuple(case_id for case_id in cases if case_id not in FAST_GUI)
 
 
 def case_text(case: dict) -> str:
@@ -237,7 +242,7 @@ def check_cli_outcome(case: dict, expect: dict, code: int, err: str, out: Path, 
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")], "a partial output file was left"
 
 
-@pytest.mark.parametrize("case_id", params(TEXT_CASES, slow=slow_on_other_surfaces(TEXT_CASES)))
+@pytest.mark.parametrize("case_id", params(TEXT_CASES, slow=slow_on_cli(TEXT_CASES)))
 def test_text_case_through_the_cli(case_id, cli_with, tiny_v2_dir, tmp_path):
     case = TEXT_CASES[case_id]
     out = tmp_path / "out.wav"
@@ -246,7 +251,7 @@ def test_text_case_through_the_cli(case_id, cli_with, tiny_v2_dir, tmp_path):
     check_cli_outcome(case, case, code, err, out, tmp_path, case_id)
 
 
-@pytest.mark.parametrize("case_id", params(PROMPT_CASES, slow=slow_on_other_surfaces(PROMPT_CASES)))
+@pytest.mark.parametrize("case_id", params(PROMPT_CASES, slow=slow_on_cli(PROMPT_CASES)))
 def test_prompt_case_through_the_cli(case_id, cli_with, tiny_v2_dir, tmp_path):
     case = PROMPT_CASES[case_id]
     prompt = write_prompt(case["prompt"], tmp_path, case_id)
@@ -341,7 +346,7 @@ def check_gui_outcome(qtbot, window, result, expect: dict, what: str) -> None:
 
 
 @pytest.mark.parametrize("case_id", params(TEXT_CASES, skip=NOT_IN_GUI,
-                                     slow=slow_on_other_surfaces(TEXT_CASES, keep=("long_20000_chars",))))
+                                     slow=slow_on_gui(TEXT_CASES)))
 def test_text_case_through_the_gui(case_id, qtbot, window):
     case = TEXT_CASES[case_id]
     choose_speaker(window, case.get("speaker", "中文女"))
@@ -362,7 +367,7 @@ def test_text_case_through_the_gui(case_id, qtbot, window):
     check_gui_outcome(qtbot, window, gui_speak(qtbot, window, text), case, case_id)
 
 
-@pytest.mark.parametrize("case_id", params(PROMPT_CASES, slow=slow_on_other_surfaces(PROMPT_CASES)))
+@pytest.mark.parametrize("case_id", params(PROMPT_CASES, slow=slow_on_gui(PROMPT_CASES)))
 def test_prompt_case_through_the_gui(case_id, qtbot, window, tmp_path):
     """A prompt file goes through the voice-profile dialog (the app's only way in), then Speak."""
     case = PROMPT_CASES[case_id]
