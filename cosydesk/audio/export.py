@@ -27,10 +27,13 @@ def supported_suffixes() -> list[str]:
     return list(_FORMATS)
 
 
-def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subtype: str | None = None) -> Path:
+def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subtype: str | None = None,
+                durable: bool = True) -> Path:
     """Write mono float PCM to `path` (.wav or .flac) atomically; returns the path.
 
     subtype: soundfile subtype; default PCM_16 (plays everywhere). Use "FLOAT" for a bit-exact WAV.
+    durable: fsync before the rename (a user's export). The history skips it: fsync can block the UI
+    thread for tens of milliseconds, and the rename alone already rules out a half-written file.
     """
     target = Path(path).expanduser()
     suffix = target.suffix.lower()
@@ -50,7 +53,8 @@ def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subt
             sf.write(handle, np.clip(samples, -1.0, 1.0) if (subtype or default_subtype) != "FLOAT" else samples,
                      sample_rate, format=file_format, subtype=subtype or default_subtype)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temp_name, target)
     except BaseException as error:
         try:

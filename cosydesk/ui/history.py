@@ -89,7 +89,7 @@ class HistoryStore:
         entry_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         file = f"{entry_id}.wav"
         samples = np.asarray(pcm, dtype=np.float32).reshape(-1)
-        write_audio(self.root / file, samples, sample_rate, subtype="FLOAT")
+        write_audio(self.root / file, samples, sample_rate, subtype="FLOAT", durable=False)
         entry = HistoryEntry(id=entry_id, created=time.time(), text=text, voice=voice, style=style, model=model,
                              duration_s=round(len(samples) / sample_rate, 3),
                              first_audio_ms=None if first_audio_ms is None else round(first_audio_ms, 1),
