@@ -291,7 +291,8 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
                                hift=copy.deepcopy(master.hift))
     target = torch.float32 if name in ("eager", "eager-fp32") else torch.float16
     for module in (base.llm, base.flow, base.hift):
-        module.to(device=device, dtype=target)  # cast on the way: no float32 copy on the GPU for fp16 backends
+        keep32 = module is base.hift and master.version == "v3"  # the backend keeps v3's HiFT in float32
+        module.to(device=device, dtype=torch.float32 if keep32 else target)  # cast on the way: no float32 copy on the GPU for fp16 backends
     base = dataclasses.replace(base, device=device)
     model = accelerate(base, name, progress=lambda done, total, what="": log(f"  [{name}] warm-up {what} {done}/{total}")
                        if done == total or done % 10 == 0 else None)

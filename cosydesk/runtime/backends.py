@@ -45,9 +45,13 @@ class HalfHift:
 
 
 def _cast(model, dtype: torch.dtype):
-    for module in (model.llm, model.flow, model.hift):
-        module.to(dtype=dtype)
-    hift = model.hift if dtype == torch.float32 else HalfHift(model.hift, dtype)
+    model.llm.to(dtype=dtype)
+    model.flow.to(dtype=dtype)
+    if model.version == "v3" or dtype == torch.float32:
+        # v3's causal HiFT streams with carried float32 phase state (and a float64 f0 predictor): keep it float32
+        hift = model.hift.to(dtype=torch.float32)
+    else:
+        hift = HalfHift(model.hift.to(dtype=dtype), dtype)
     return dataclasses.replace(model, dtype=dtype, hift=hift)
 
 
