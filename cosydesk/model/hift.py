@@ -46,7 +46,10 @@ from cosydesk.model.hift_f0 import CausalConvF0Predictor, ConvF0Predictor
 from cosydesk.model.hift_source import (
     FixedSourceNoise,
     NsfDraws,
+    carried_phase,
+    frame_cycles,
     frame_rate_harmonics,
+    harmonics_from_phase,
     merge_harmonics,
     sample_rate_harmonics,
 )
@@ -507,6 +510,67 @@ class CausalHiFTGenerator(_HiFTBase):
             mel = mel[:, :, : mel.shape[2] - self.f0_predictor.look_ahead]
         wave = self.decode(mel, source, finalize)
         return wave.to(mel.dtype), source.to(mel.dtype)
+
+    # --- windowed evaluation (bounded-work streaming, see hift_stream.CausalHiFTStream) ---
+    def window_forward(self, mel: torch.Tensor, finalize: bool, first_frame: int, phase_in: torch.Tensor,
+                       phase_valid_from: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Vocode a window of an utterance's mel as if the whole utterance had been vocoded.
+
+        mel: frames [first_frame, first_frame + W) of the utterance (the window ends where the utterance
+        currently ends; same ``finalize`` meaning as ``forward``). The harmonic phase is a running sum from
+        sample 0 and the noise is read at absolute sample positions, so the caller passes the running phase
+        ``phase_in`` [B, H] (float64 cycles) of every frame before window frame ``phase_valid_from``; the
+        window's own increments before that frame (which lack left context) are ignored.
+        Returns (wave [B, samples] for absolute samples from first_frame * samples_per_frame; only those
+        beyond ``stream_left_context_frames()`` after phase_valid_from are exact, and
+        running phase [B, H, F] float64 in cycles of window frames [0, F), exact from phase_valid_from on).
+        """
+        f0 = self.predict_f0(mel, finalize)
+        f0 = f0.to(mel.dtype if mel.dtype == torch.float64 else torch.float32)
+        per_sample = self._upsample_f0(f0)
+        rand_ini, noise = self.fixed_noise.get(per_sample.shape[1], per_sample.device,
+                                               start=first_frame * self.samples_per_frame)
+        if first_frame > 0:  # the official initial offset sits on absolute sample 0 only
+            rand_ini = torch.zeros_like(rand_ini)
+        per_frame = frame_cycles(per_sample, rand_ini, self.sampling_rate, self.samples_per_frame,
+                                 self.num_harmonics)
+        phase = carried_phase(per_frame, phase_in, phase_valid_from)
+        harmonics = harmonics_from_phase(per_sample, phase, noise, self.samples_per_frame, self.sine_amp,
+                                         self.noise_std, self.voiced_threshold, phase_upsample_mode="nearest")
+        source = merge_harmonics(harmonics, self.m_source.l_linear)
+        if not finalize:
+            mel = mel[:, :, : mel.shape[2] - self.f0_predictor.look_ahead]
+        wave = self.decode(mel, source, finalize)
+        return wave.to(mel.dtype), phase
+
+    @torch.inference_mode()
+    def inference_window(self, mel: torch.Tensor, finalize: bool, first_frame: int, phase_in: torch.Tensor,
+                         phase_valid_from: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.window_forward(mel, finalize, first_frame, phase_in, phase_valid_from)
+
+    def stream_left_context_frames(self) -> int:
+        """Upper bound on how many mel frames before an output sample's own frame the decoder can see
+        (f0 -> source -> source STFT -> every stage's convs and resblocks -> conv_post -> iSTFT), not
+        counting the f0 predictor's own left context (``f0_predictor.left_context``).
+
+        Derived from the layer sizes, so it holds for the tiny and the full-size vocoder alike; paths that
+        run in parallel are added as if serial (a safe over-estimate of a few frames).
+        """
+        def conv_reach(conv: nn.Conv1d) -> int:
+            return (conv.kernel_size[0] - 1) * conv.dilation[0]
+
+        def block_reach(block: ResBlock) -> int:
+            return sum(conv_reach(c1) + conv_reach(c2) for c1, c2 in zip(block.convs1, block.convs2))
+
+        stft_frames = -(-self.n_fft // self.hop_len) + conv_reach(self.conv_post) + 1  # iSTFT, conv_post, pad
+        for i, up in enumerate(self.ups):
+            step = int(np.prod(self.upsample_rates[i + 1:]))  # STFT frames per step of stage i
+            group = self.resblocks[i * self.num_kernels:(i + 1) * self.num_kernels]
+            stage = max(block_reach(b) for b in group) + block_reach(self.source_resblocks[i])
+            stage += up.kernel_size[0] + 1
+            stft_frames += step * stage + self.source_downs[i].kernel_size[0]
+        samples = stft_frames * self.hop_len + self.n_fft  # + the source STFT's own window
+        return -(-samples // self.samples_per_frame) + 1
 
     @torch.inference_mode()
     def inference_with_source(self, mel: torch.Tensor, finalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

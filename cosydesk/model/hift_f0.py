@@ -91,6 +91,11 @@ class CausalConvF0Predictor(nn.Module):
         self.classifier = nn.Linear(cond_channels, num_class)
         self.look_ahead = look_ahead
 
+    @property
+    def left_context(self) -> int:
+        """How many past frames one f0 value depends on (the four past-only convs)."""
+        return sum(conv.kernel_size[0] - 1 for conv in self.convs()[1:])
+
     @classmethod
     def from_config(cls, node) -> "CausalConvF0Predictor":
         return cls(in_channels=int(node.get("in_channels", 80)), cond_channels=int(node.get("cond_channels", 512)),

@@ -79,13 +79,43 @@ def frame_rate_harmonics(f0: torch.Tensor, initial_phase: torch.Tensor, noise: t
                          upsample: int, num_harmonics: int, sine_amp: float, noise_std: float,
                          voiced_threshold: float, phase_upsample_mode: str) -> torch.Tensor:
     """v2/v3 source. f0 [B, L, 1] Hz per sample; initial_phase [B or 1, H] cycles; noise [B or 1, L, H]."""
+    per_frame = frame_cycles(f0, initial_phase, sampling_rate, upsample, num_harmonics)
+    phase = torch.cumsum(per_frame, dim=2)  # [B, H, frames], float32 on purpose
+    return harmonics_from_phase(f0, phase, noise, upsample, sine_amp, noise_std, voiced_threshold,
+                                phase_upsample_mode)
+
+
+def frame_cycles(f0: torch.Tensor, initial_phase: torch.Tensor, sampling_rate: int, upsample: int,
+                 num_harmonics: int) -> torch.Tensor:
+    """Per-frame phase increment of each harmonic in cycles [B, H, frames] (float32), official SineGen2 order."""
     f0 = f0.float()
     multiples = torch.arange(1, num_harmonics + 1, device=f0.device, dtype=torch.float32).view(1, 1, -1)
     cycles = (f0 * multiples / sampling_rate) % 1  # [B, L, H]
     offset = _without_fundamental(initial_phase.float(), harmonic_dim=1)
     cycles = torch.cat([cycles[:, :1] + offset[:, None, :], cycles[:, 1:]], dim=1)
-    per_frame = F.interpolate(cycles.transpose(1, 2), scale_factor=1 / upsample, mode="linear")
-    phase = torch.cumsum(per_frame, dim=2) * 2 * math.pi  # [B, H, frames], float32 on purpose
+    return F.interpolate(cycles.transpose(1, 2), scale_factor=1 / upsample, mode="linear")
+
+
+def carried_phase(per_frame: torch.Tensor, phase_in: torch.Tensor, valid_from: int) -> torch.Tensor:
+    """Running phase in cycles [B, H, frames] (float64) of a window that starts inside an utterance.
+
+    ``phase_in`` [B, H] float64 is the running sum of every increment before window frame ``valid_from``
+    (increments of frames < valid_from are not trusted, e.g. lacking left context, and are ignored).
+    The sum is continued sequentially in float64: on CPU this is exactly how torch accumulates the float32
+    cumsum of the whole utterance, so ``.float()`` of the result reproduces that cumsum bit for bit.
+    """
+    increments = per_frame.double()
+    if valid_from > 0:
+        increments = F.pad(increments[:, :, valid_from:], (valid_from, 0))
+    return torch.cumsum(torch.cat([phase_in.double().unsqueeze(-1), increments], dim=2), dim=2)[:, :, 1:]
+
+
+def harmonics_from_phase(f0: torch.Tensor, phase: torch.Tensor, noise: torch.Tensor, upsample: int,
+                         sine_amp: float, noise_std: float, voiced_threshold: float,
+                         phase_upsample_mode: str) -> torch.Tensor:
+    """Running phase in cycles [B, H, frames] (float32) -> noisy harmonics [B, L, H]."""
+    f0 = f0.float()
+    phase = phase.float() * 2 * math.pi
     phase = F.interpolate(phase * float(upsample), scale_factor=upsample, mode=phase_upsample_mode)
     sines = torch.sin(phase).transpose(1, 2) * sine_amp  # [B, L, H]
     uv = (f0 > voiced_threshold).float()
@@ -202,8 +232,11 @@ class FixedSourceNoise:
         if cached is None or cached[1].shape[1] < num_samples:
             self._on_device[device] = (self._rand_ini.to(device), self._host.to(device))
 
-    def get(self, num_samples: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """(rand_ini [1, H], sine_waves[:, :num_samples] [1, num_samples, H]) on ``device``, float32."""
-        self.reserve(num_samples, device)
+    def get(self, num_samples: int, device: torch.device, start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """(rand_ini [1, H], sine_waves[:, start:start + num_samples] [1, num_samples, H]) on ``device``, float32.
+
+        ``start`` > 0 serves a vocoder window that begins inside an utterance (the noise is indexed by
+        absolute sample position)."""
+        self.reserve(start + num_samples, device)
         rand_ini, noise = self._on_device[torch.device(device)]
-        return rand_ini, noise[:, :num_samples]
+        return rand_ini, noise[:, start:start + num_samples]

@@ -9,8 +9,8 @@ Per version (official behaviour, reproduced bit-for-bit by the fixtures' e2e cas
   samples of the previous call; the last 3840 output samples are held back and cross-faded (Hamming 7680).
 - v1: flow over a 120-token window with the flow's z/mu cache; 34 mel frames of overlap cross-faded in
   log-mel (Hamming 68); HiFT mel cache 20 frames, source cache 5120 samples, speech fade Hamming 10240.
-- v3: flow as v2; the causal HiFT re-vocodes the accumulated mel and returns only new samples (official),
-  see ``_v3`` for the bounded-work variant.
+- v3: flow as v2; officially the causal HiFT re-vocodes the whole accumulated mel and returns only new samples;
+  ``_v3`` gives the same samples while vocoding a bounded window per chunk (``model.hift_stream``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from cosydesk.model.hift_stream import CausalHiFTStream
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
 
 
@@ -72,8 +73,7 @@ class Token2Wav:
             self.mel_cache_len, self.source_cache_len = 8, 8 * 480
         self.speech_window = _hamming(2 * self.source_cache_len) if self.version != "v3" else None
         self.hift_cache: dict[str, torch.Tensor] | None = None
-        self.v3_mel = None  # accumulated mel (v3)
-        self.v3_samples_out = 0
+        self.v3_stream: CausalHiFTStream | None = None  # v3 vocoder state (bounded-work streaming)
         self.timings: dict[str, float] = {}  # perf_counter of flow_done / vocoder_done for the last call
 
     # -- flow -------------------------------------------------------------------------------------------
@@ -139,21 +139,21 @@ class Token2Wav:
         return speech[0]
 
     def _v3(self, tokens: torch.Tensor, call: ChunkCall) -> torch.Tensor:
+        """Official v3 output (the causal HiFT re-vocoding the whole accumulated mel, new samples only), but
+        vocoding only the window the new samples depend on (``CausalHiFTStream``): bounded work per chunk."""
         streaming = self.streaming and not call.finalize
         mel = self._flow(tokens, streaming=streaming, finalize=call.finalize)
         self.timings["flow_done"] = time.perf_counter()
         mel = mel[:, :, call.token_offset * self.token_mel_ratio:]
-        self.v3_mel = mel if self.v3_mel is None else torch.cat([self.v3_mel, mel], dim=2)
-        full = self.v3_mel
         if self.speed != 1.0:
             if call.token_offset != 0 or not call.finalize:
                 raise ValueError("speed can only be changed in non-streaming synthesis")
-            full = F.interpolate(full, size=int(full.shape[2] / self.speed), mode="linear")
-        speech = self.model.hift.inference(full, finalize=call.finalize)[0]
+            mel = F.interpolate(mel, size=int(mel.shape[2] / self.speed), mode="linear")
+        if self.v3_stream is None:
+            self.v3_stream = CausalHiFTStream(self.model.hift)
+        speech = self.v3_stream.push(mel, finalize=call.finalize)[0]
         self.timings["vocoder_done"] = time.perf_counter()
-        new = speech[self.v3_samples_out:]
-        self.v3_samples_out += new.shape[0]
-        return new
+        return speech
 
 
 def stream_token2wav(
