@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,12 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# PortAudio reads the ALSA config once, at `import sounddevice`: route the default device into a capture
+# file before any test imports it, so playback tests can compare what was played with what was produced.
+from cosydesk.audio.alsa_capture import install_alsa_file_capture  # noqa: E402
+
+install_alsa_file_capture(tempfile.mkdtemp(prefix="cosydesk-alsa-"))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "cosyvoice-official"
