@@ -40,6 +40,27 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def resolve_backend(backend: str, device: str, precision: str = "auto") -> str:
+    """auto -> cudagraph on CUDA (fp16 graphs), eager-fp32 on the CPU; eager -> eager-fp32/-fp16 by precision."""
+    if precision not in ("auto", "fp32", "fp16"):
+        raise SynthesisError(f"precision {precision!r} is not one of auto, fp32, fp16")
+    on_cuda = device.startswith("cuda")
+    if backend == "auto":
+        if not on_cuda:
+            return "eager-fp32"
+        return "eager-fp32" if precision == "fp32" else "cudagraph"
+    if backend == "eager":
+        return "eager-fp16" if on_cuda and precision == "fp16" else "eager-fp32"
+    if backend in ("eager-fp32", "eager-fp16", "cudagraph"):
+        if backend != "eager-fp32" and not on_cuda:
+            raise SynthesisError(f"backend {backend!r} needs an NVIDIA GPU; on the CPU use --backend eager")
+        return backend
+    if backend == "tensorrt":
+        raise SynthesisError("the TensorRT backend builds engines (`cosydesk engines build`) but running them inside "
+                             "the synthesizer is not wired in yet: use --backend cudagraph on NVIDIA GPUs")
+    raise SynthesisError(f"unknown backend {backend!r} (choose auto, eager, eager-fp16, cudagraph)")
+
+
 class Synthesizer:
     """Loads one model folder and synthesises requests, streaming or not."""
 
@@ -59,17 +80,16 @@ class Synthesizer:
         progress = progress or (lambda stage, fraction: None)
         self.model_dir = Path(model_dir).expanduser()
         self.device = resolve_device(device)
-        if backend not in ("auto", "eager"):
-            raise SynthesisError(f"backend {backend!r} is not available here (choose eager or auto)")
-        self.backend = "eager"
-        if precision == "auto":
-            precision = "fp32"
-        if precision not in ("fp32", "fp16"):
-            raise SynthesisError(f"precision {precision!r} is not one of fp32, fp16")
-        self.precision = precision
-        dtype = torch.float16 if precision == "fp16" else torch.float32
+        self.backend = resolve_backend(backend, self.device, precision)
+        self.precision = "fp32" if self.backend == "eager-fp32" else "fp16"
         progress("Loading model", 0.0)
-        self.model = load(self.model_dir, device=self.device, dtype=dtype)
+        model = load(self.model_dir, device=self.device, dtype=torch.float32)
+        if self.backend != "eager-fp32":
+            from cosydesk.runtime.backends import accelerate
+
+            progress(f"Preparing {self.backend} (warm-up captures every shape bucket)", 0.3)
+            model = accelerate(model, self.backend, progress=lambda *a: progress("Warming up", 0.5))
+        self.model = model
         self.version = self.model.version
         self.sample_rate = self.model.sample_rate
         progress("Loading text frontend", 0.7)
