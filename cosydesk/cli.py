@@ -18,25 +18,25 @@ class UserError(Exception):
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean 'bad input' (imported lazily: they live in heavy modules)."""
-    from cosydesk.audio.export import ExportError
-    from cosydesk.model.checkpoint import CheckpointError
-    from cosydesk.model.config import ConfigError
-    from cosydesk.runtime.errors import SynthesisError
+    """Exceptions that mean 'bad input' (imported lazily: they live in heavy modules that may be missing)."""
+    import importlib
 
-    types: list[type[BaseException]] = [UserError, ConfigError, CheckpointError, SynthesisError, ExportError]
-    try:
-        from cosydesk.frontend.audio_io import AudioInputError
-
-        types.append(AudioInputError)
-    except ImportError:
-        pass
-    try:
-        from cosydesk.hub import DownloadError
-
-        types.append(DownloadError)
-    except ImportError:
-        pass
+    types: list[type[BaseException]] = [UserError]
+    for module_name, names in (
+        ("cosydesk.model.config", ("ConfigError",)),
+        ("cosydesk.model.checkpoint", ("CheckpointError",)),
+        ("cosydesk.runtime.errors", ("SynthesisError",)),
+        ("cosydesk.audio.export", ("ExportError",)),
+        ("cosydesk.frontend.audio_io", ("AudioInputError",)),
+        ("cosydesk.frontend.tokenizer", ("TokenizerFilesMissing",)),
+        ("cosydesk.hub", ("DownloadError",)),
+        ("cosydesk.audio.player", ("AudioDeviceError",)),
+    ):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # e.g. soundfile absent on a headless GPU box: those errors cannot occur then
+            continue
+        types.extend(getattr(module, name) for name in names if hasattr(module, name))
     return tuple(types)
 
 
