@@ -5,6 +5,8 @@ Backends:
 - ``eager-fp16``: the same modules cast to float16 (CUDA).
 - ``cudagraph``: float16 with the LLM decode step, the prefill buckets and the 10-step CFM solver captured as
   CUDA graphs (``cosydesk.runtime.cudagraph``); norms / softmax / the CFM update accumulate in float32.
+- ``tensorrt``: float16 as eager-fp16, with the flow estimator run by TensorRT engines (built on first use and
+  cached under the engines dir, ``cosydesk.runtime.tensorrt.torch_bridge``) and the LLM as in ``cudagraph``.
 
 The returned object has the same ``.llm`` / ``.flow`` / ``.hift`` methods the runtime calls (prefill,
 decode_step, flow.inference / inference_with_cache, hift.inference_with_source / inference), so the
@@ -19,7 +21,7 @@ from collections.abc import Callable
 
 import torch
 
-BACKENDS = ("eager-fp32", "eager-fp16", "cudagraph")
+BACKENDS = ("eager-fp32", "eager-fp16", "cudagraph", "tensorrt")
 Progress = Callable[..., None] | None
 
 
@@ -55,8 +57,12 @@ def _cast(model, dtype: torch.dtype):
     return dataclasses.replace(model, dtype=dtype, hift=hift)
 
 
-def accelerate(model, backend: str, progress: Progress = None):
-    """Return a model-like object running ``backend``; see the module docstring."""
+def accelerate(model, backend: str, progress: Progress = None, engines_dir=None):
+    """Return a model-like object running ``backend``; see the module docstring.
+
+    ``engines_dir`` (tensorrt only): the engine cache; default $COSYDESK_ENGINES_DIR, else <repo>/engines in a
+    checkout, else <user data dir>/engines.
+    """
     name = {"eager": "eager-fp32"}.get(backend, backend)
     if name == "eager-fp32":
         return _cast(model, torch.float32)
@@ -70,6 +76,15 @@ def accelerate(model, backend: str, progress: Progress = None):
         from cosydesk.runtime.cudagraph.model import build_graph_model
 
         return build_graph_model(_cast(model, torch.float16), progress=progress)
+    if name == "tensorrt":
+        if model.device.type != "cuda" or not torch.cuda.is_available():
+            raise ValueError("the tensorrt backend needs a CUDA device")
+        from cosydesk.runtime.tensorrt.torch_bridge import build_tensorrt_model, unavailable_reason
+
+        reason = unavailable_reason()  # before casting: a refused backend leaves the model as it was
+        if reason is not None:
+            raise ValueError(reason)
+        return build_tensorrt_model(_cast(model, torch.float16), progress=progress, engines_dir=engines_dir)
     raise ValueError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 

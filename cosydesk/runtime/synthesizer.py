@@ -40,25 +40,35 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def _tensorrt_usable() -> bool:
+    """An installed TensorRT flavour supports this GPU (cheap: no engine is built or loaded)."""
+    try:
+        from cosydesk.runtime.tensorrt import flavour
+
+        return bool(flavour.usable_flavours(flavour.current_compute_capability()))
+    except Exception:  # noqa: BLE001 - a broken optional install means "not usable", never a failed start
+        return False
+
+
 def resolve_backend(backend: str, device: str, precision: str = "auto") -> str:
-    """auto -> cudagraph on CUDA (fp16 graphs), eager-fp32 on the CPU; eager -> eager-fp32/-fp16 by precision."""
+    """auto -> tensorrt on CUDA when an installed TensorRT supports the GPU, else cudagraph (fp16 graphs);
+    eager-fp32 on the CPU (or with precision fp32); eager -> eager-fp32/-fp16 by precision."""
     if precision not in ("auto", "fp32", "fp16"):
         raise SynthesisError(f"precision {precision!r} is not one of auto, fp32, fp16")
     on_cuda = device.startswith("cuda")
     if backend == "auto":
         if not on_cuda:
             return "eager-fp32"
-        return "eager-fp32" if precision == "fp32" else "cudagraph"
+        if precision == "fp32":
+            return "eager-fp32"
+        return "tensorrt" if _tensorrt_usable() else "cudagraph"
     if backend == "eager":
         return "eager-fp16" if on_cuda and precision == "fp16" else "eager-fp32"
-    if backend in ("eager-fp32", "eager-fp16", "cudagraph"):
+    if backend in ("eager-fp32", "eager-fp16", "cudagraph", "tensorrt"):
         if backend != "eager-fp32" and not on_cuda:
             raise SynthesisError(f"backend {backend!r} needs an NVIDIA GPU; on the CPU use --backend eager")
         return backend
-    if backend == "tensorrt":
-        raise SynthesisError("the TensorRT backend builds engines (`cosydesk engines build`) but running them inside "
-                             "the synthesizer is not wired in yet: use --backend cudagraph on NVIDIA GPUs")
-    raise SynthesisError(f"unknown backend {backend!r} (choose auto, eager, eager-fp16, cudagraph)")
+    raise SynthesisError(f"unknown backend {backend!r} (choose auto, eager, eager-fp16, cudagraph, tensorrt)")
 
 
 class Synthesizer:
