@@ -34,9 +34,9 @@ HANG_LIMIT_S = 60.0  # far above anything the tiny model needs; reaching it mean
 
 # Cases that fail today because of a bug outside this test's files (see the reliability report); the lead
 # removes an entry when the fix lands (strict: a fixed bug makes the xfail fail, so it cannot be forgotten).
-SURROGATE_BUG = ("lone surrogates (invalid UTF-8 decoded with surrogateescape) crash wetext/kaldifst with a "
-                 "TypeError in cosydesk/frontend/text.py normalize(); Synthesizer.sentences must drop or "
-                 "replace them before normalising")
+SURROGATE_BUG = ("lone surrogates (invalid UTF-8 decoded with surrogateescape) crash with a TypeError in "
+                 "wetext/kaldifst (cosydesk/frontend/text.py normalize) or in the HF tokenizer's encode; "
+                 "Synthesizer.sentences must drop or replace them before normalising")
 FORMAT_CHAR_BUG = ("text of only emoji glued by zero-width joiners / variation selectors, or of only bidi marks, "
                    "is synthesised instead of raising EmptyTextError: Synthesizer.sentences strips only Cc "
                    "characters, and is_only_punctuation counts Cf (U+200D, U+200E/F, U+202A-E) and U+FE0F as "
