@@ -41,7 +41,11 @@ FORMAT_CHAR_BUG = ("text of only emoji glued by zero-width joiners / variation s
                    "is synthesised instead of raising EmptyTextError: Synthesizer.sentences strips only Cc "
                    "characters, and is_only_punctuation counts Cf (U+200D, U+200E/F, U+202A-E) and U+FE0F as "
                    "pronounceable")
+SPACED_EMOJI_BUG = ("emoji separated by spaces ('😀 🎉 👍 !') are synthesised instead of raising EmptyTextError: "
+                    "is_only_punctuation counts whitespace as pronounceable, and Synthesizer.sentences applies it to "
+                    "the text and the sentence parts with their spaces")
 KNOWN_BUGS = {
+    "emoji_with_spaces": SPACED_EMOJI_BUG,
     "invalid_utf8_decoded_with_surrogates": SURROGATE_BUG,
     "invalid_utf8_only": SURROGATE_BUG,
     "emoji_zwj_and_variation_selectors": FORMAT_CHAR_BUG,
