@@ -10,15 +10,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
-import numpy as np
-import torch
-
-from cosydesk.testing import soak
 from tests.conftest import REPO_ROOT
-
-torch.set_num_threads(1)  # as the soak command does: it measures leaks, not speed
 
 
 def test_sixty_utterances_keep_memory_and_threads_flat(tiny_v2_dir):
@@ -35,24 +28,35 @@ def test_sixty_utterances_keep_memory_and_threads_flat(tiny_v2_dir):
     assert result.returncode == 0, result.stderr[-2000:]
 
 
-def test_the_soak_sees_a_leak(tiny_v2_dir, monkeypatch):
-    """A Synthesizer that keeps 4 MB and one thread per request must fail both checks."""
-    from cosydesk.runtime import Synthesizer
+LEAKY_RUN = """
+import json, sys, threading
+import numpy as np
+import torch
+from cosydesk.runtime import Synthesizer
+from cosydesk.testing import soak
 
-    kept: list[np.ndarray] = []
-    release = threading.Event()
-    original = Synthesizer.stream
+kept, release, original = [], threading.Event(), Synthesizer.stream
 
-    def leaky_stream(self, request, cancel=None):
-        kept.append(np.ones(1 << 20, dtype=np.float32))  # 4 MB, touched so it is resident
-        threading.Thread(target=release.wait, daemon=True).start()
-        yield from original(self, request, cancel)
+def leaky_stream(self, request, cancel=None):
+    kept.append(np.ones(1 << 20, dtype=np.float32))  # 4 MB, touched so it is resident
+    threading.Thread(target=release.wait, daemon=True).start()
+    yield from original(self, request, cancel)
 
-    monkeypatch.setattr(Synthesizer, "stream", leaky_stream)
-    try:
-        report = soak.run_soak(tiny_v2_dir, n=20, warmup=2)
-    finally:
-        release.set()
-    assert report.rss_growth_pct > 2.0, report.lines()
-    assert not report.threads_constant
-    assert report.python_threads_end - report.python_threads_start == 20
+Synthesizer.stream = leaky_stream
+torch.set_num_threads(1)
+report = soak.run_soak(sys.argv[1], n=20, warmup=2)
+release.set()
+print(json.dumps({"growth": report.rss_growth_pct, "constant": report.threads_constant,
+                  "added": report.python_threads_end - report.python_threads_start}))
+"""
+
+
+def test_the_soak_sees_a_leak(tiny_v2_dir):
+    """A Synthesizer that keeps 4 MB and one thread per request must fail both checks (fresh process: a test
+    process's heap holds freed pages that would absorb the leak and hide it from RSS)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-c", LEAKY_RUN, str(tiny_v2_dir)], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["growth"] > 2.0 and not seen["constant"] and seen["added"] == 20, seen
