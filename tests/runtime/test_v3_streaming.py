@@ -91,7 +91,7 @@ def test_hift_stream_equals_full_revocoding(sizes):
 def test_too_little_left_context_is_detected():
     """The comparison is sharp: with a left context well below the derived one the samples differ."""
     hift = _model().hift
-    pushes = _split(_random_mel(180, seed=7), [60, 50, 50])
+    pushes = _split(_random_mel(130, seed=7), [60, 50])
     ref = torch.cat(official_revocoding(hift, pushes)[0], 1)
     stream = CausalHiFTStream(hift, left_context_frames=5)
     ours = torch.cat([stream.push(mel, finalize) for mel, finalize in pushes], 1)
@@ -195,7 +195,7 @@ def test_work_per_chunk_is_bounded():
 def test_work_bound_with_real_vocoder():
     """The real vocoder wrapped to count frames: the window stays at its steady size while the utterance grows."""
     hift = _model().hift
-    pushes = _split(_random_mel(360, seed=3), [60] + [50] * 5)
+    pushes = _split(_random_mel(280, seed=3), [60] + [50] * 4)
     frames = []
     original = hift.inference_window
 
