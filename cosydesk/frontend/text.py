@@ -117,11 +117,19 @@ def normalize(text: str, version: str) -> str:
         raise ValueError(f"unknown model version {version!r}; expected one of {SUPPORTED_VERSIONS}")
     if text == "" or has_markup(text):
         return text
-    text = text.strip()
+    # wetext's token parser asserts on empty tokens, which runs of blanks produce: collapse them first
+    text = re.sub(r"[^\S\n]+", " ", text).strip()
+    if not text:
+        return text
     normalizer = _wetext_normalizer()
-    if detect_lang(text) == "zh":
-        return _zh_cleanup(normalizer.normalize(text, lang="zh"))
-    return _spell_leftover_digits(normalizer.normalize(text, lang="en"))
+    lang = detect_lang(text)
+    try:
+        normalised = normalizer.normalize(text, lang=lang)
+    except (AssertionError, ValueError, IndexError):
+        normalised = text  # an input the grammar cannot parse is spoken as written rather than refused
+    if lang == "zh":
+        return _zh_cleanup(normalised)
+    return _spell_leftover_digits(normalised)
 
 
 def _cut_at_marks(text: str, marks: tuple[str, ...]) -> list[str]:

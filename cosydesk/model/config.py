@@ -178,7 +178,7 @@ def read_yaml(path: str | Path, overrides: dict[str, Any] | None = None) -> dict
     try:
         top = yaml.load(text, Loader=_Loader)  # noqa: S506 - our loader only builds inert data
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid yaml: {err}") from err
+        raise ConfigError(f"{path} is not valid yaml: {' '.join(str(err).split())}") from err
     if not isinstance(top, dict):
         raise ConfigError(f"{path} does not hold a mapping of settings")
     top.update(overrides or {})

@@ -21,3 +21,7 @@ class UnsupportedModeError(SynthesisError):
 
 class PromptError(SynthesisError):
     pass
+
+
+class OutOfMemoryError(SynthesisError):
+    """The GPU ran out of memory during a request (the model stays loaded; the next request may succeed)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from cosydesk.runtime.errors import SynthesisError
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
 from cosydesk.runtime.token2wav import Token2Wav
 
@@ -133,7 +134,7 @@ def run_sentence(
             if cancel.is_set():
                 raise Cancelled()
             if available == 0:
-                raise ValueError("the model produced no speech tokens for this sentence")
+                raise SynthesisError("the model produced no speech for this sentence (it ended at once): try rephrasing")
             tokens = buffer.snapshot(call.end)
             timings = {"first_token": buffer.first_token_time or time.perf_counter(), "tokens_ready": time.perf_counter()}
             with torch.inference_mode():

@@ -14,20 +14,36 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import threading
+import unicodedata
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from cosydesk.runtime.errors import EmptyTextError, PromptError, SynthesisError, UnknownSpeakerError, UnsupportedModeError
+from cosydesk.runtime.errors import (
+    EmptyTextError,
+    OutOfMemoryError,
+    PromptError,
+    SynthesisError,
+    UnknownSpeakerError,
+    UnsupportedModeError,
+)
 from cosydesk.runtime.styles import StylePreset, presets_for, resolve_instruct
 from cosydesk.runtime.types import AudioChunk, Request
 
 ENDOFPROMPT = "<|endofprompt|>"
 V3_SYSTEM_PROMPT = "You are a helpful assistant."
 Progress = Callable[[str, float], None]
+
+
+def _pronounceable_char(ch: str) -> bool:
+    """Drop control and format characters, lone surrogates (undecodable bytes) and emoji variation selectors."""
+    if ch in "\n\t":
+        return True
+    return unicodedata.category(ch) not in ("Cc", "Cf", "Cs") and not "\ufe00" <= ch <= "\ufe0f"
 
 
 def resolve_device(device: str) -> str:
@@ -69,6 +85,12 @@ def resolve_backend(backend: str, device: str, precision: str = "auto") -> str:
             raise SynthesisError(f"backend {backend!r} needs an NVIDIA GPU; on the CPU use --backend eager")
         return backend
     raise SynthesisError(f"unknown backend {backend!r} (choose auto, eager, eager-fp16, cudagraph, tensorrt)")
+
+
+def _is_out_of_memory(err: BaseException) -> bool:
+    import torch
+
+    return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
 
 
 class Synthesizer:
@@ -146,12 +168,12 @@ class Synthesizer:
 
         if text is None or not text.strip():
             raise EmptyTextError("the text is empty: type something to say")
-        cleaned = "".join(ch for ch in text if ch in "\n\t" or ord(ch) >= 32)
-        if is_only_punctuation(cleaned):
+        cleaned = "".join(ch for ch in text if _pronounceable_char(ch))
+        if is_only_punctuation(re.sub(r"\s+", "", cleaned)):
             raise EmptyTextError("the text holds only punctuation, symbols or emoji: there is nothing to pronounce")
         normalised = normalize(cleaned, self.version)
         parts = [p for p in split_sentences(normalised, self.encode, detect_lang(normalised)) if p.strip()]
-        parts = [p for p in parts if not is_only_punctuation(p)]
+        parts = [p for p in parts if not is_only_punctuation(re.sub(r"\s+", "", p))]
         if not parts:
             raise EmptyTextError("the text holds nothing pronounceable after normalisation")
         return parts
@@ -166,7 +188,14 @@ class Synthesizer:
         for path in (campplus, self.model_dir / tokenizer_name):
             if not path.is_file():
                 raise PromptError(f"{path.name} is missing from {self.model_dir}: zero-shot voices need it")
-        return SpeakerEncoder(campplus), SpeechTokenizer(self.model_dir / tokenizer_name)
+        loaded = []
+        for cls, path in ((SpeakerEncoder, campplus), (SpeechTokenizer, self.model_dir / tokenizer_name)):
+            try:
+                loaded.append(cls(path))
+            except Exception as err:  # noqa: BLE001 - onnxruntime raises its own types for damaged files
+                raise PromptError(f"{path.name} in {self.model_dir} cannot be loaded ({type(err).__name__}): "
+                                  "the file is damaged; download the model again") from err
+        return tuple(loaded)
 
     @functools.lru_cache(maxsize=16)
     def _prompt_features(self, wav_path: str, mtime: float, transcript: str):
@@ -319,6 +348,16 @@ class Synthesizer:
                         index += 1
             except Cancelled:
                 return
+            except Exception as err:
+                if _is_out_of_memory(err):
+                    import torch
+
+                    torch.cuda.empty_cache()
+                    raise OutOfMemoryError(
+                        "the GPU ran out of memory: close other GPU programs, try a shorter text, "
+                        "or choose --precision fp16 / --device cpu"
+                    ) from err
+                raise
 
     def _track(self, thread: threading.Thread) -> None:
         self.live_threads = {t for t in self.live_threads if t.is_alive()} | {thread}

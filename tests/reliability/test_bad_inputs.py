@@ -44,13 +44,7 @@ FORMAT_CHAR_BUG = ("text of only emoji glued by zero-width joiners / variation s
 SPACED_EMOJI_BUG = ("emoji separated by spaces ('😀 🎉 👍 !') are synthesised instead of raising EmptyTextError: "
                     "is_only_punctuation counts whitespace as pronounceable, and Synthesizer.sentences applies it to "
                     "the text and the sentence parts with their spaces")
-KNOWN_BUGS = {
-    "emoji_with_spaces": SPACED_EMOJI_BUG,
-    "invalid_utf8_decoded_with_surrogates": SURROGATE_BUG,
-    "invalid_utf8_only": SURROGATE_BUG,
-    "emoji_zwj_and_variation_selectors": FORMAT_CHAR_BUG,
-    "bidi_marks_only": FORMAT_CHAR_BUG,
-}
+KNOWN_BUGS: dict[str, str] = {}  # all fixed; add an entry (with the reason) for a newly found bug
 # Tiers: the fast tier (every commit) runs the whole corpus through the Synthesizer, every error case through
 # the CLI (cheap) and a sample through the GUI; the rest repeats syntheses already covered and runs with the
 # slow tier (`-m slow`, CI).
@@ -266,7 +260,6 @@ def test_prompt_case_through_the_cli(case_id, cli_with, tiny_v2_dir, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
 def test_invalid_utf8_bytes_on_the_command_line(tiny_v2_dir, tmp_path):
     """`cosydesk say $'\\xff\\xfe hello'`: Python hands the bytes over as lone surrogates; audio or one line."""
     out = tmp_path / "out.wav"

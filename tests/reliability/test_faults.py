@@ -77,9 +77,6 @@ def test_weights_corrupted_while_loaded_keep_working_from_memory(model_copy):
     assert audio.size > 0 and np.isfinite(audio).all()
 
 
-@pytest.mark.xfail(strict=True, reason="a corrupt campplus.onnx / speech_tokenizer_v2.onnx, loaded lazily on the "
-                   "first zero-shot request, escapes as onnxruntime InvalidProtobuf (not a SynthesisError): "
-                   "Synthesizer._prompt_models must turn load failures into PromptError")
 def test_corrupt_prompt_onnx_is_a_clear_message(model_copy, tmp_path):
     synth = Synthesizer(model_copy, device="cpu")
     (model_copy / "campplus.onnx").write_bytes(b"\x00garbage" * 64)
@@ -92,10 +89,7 @@ def test_corrupt_prompt_onnx_is_a_clear_message(model_copy, tmp_path):
 
 @pytest.mark.parametrize("name", [
     "llm.pt", "flow.pt", "hift.pt", "spk2info.pt",
-    pytest.param("cosyvoice2.yaml", marks=pytest.mark.xfail(
-        strict=True, reason="ConfigError for unparsable yaml carries PyYAML's two-line message (…\\n  in "
-                            "\"<unicode string>\", position 0): cosydesk/model/config.py read_yaml should join it "
-                            "into one line")),
+    "cosyvoice2.yaml",
 ])
 def test_loading_a_corrupted_folder_is_one_clear_message(name, model_copy):
     (model_copy / name).write_bytes(b"\x00garbage" * 64)
@@ -134,7 +128,6 @@ OOM_BUG = ("torch.cuda.OutOfMemoryError escapes Synthesizer.stream as it is: it 
            "saying what to do (shorter text, fp16, --device cpu) - or fall back to CPU")
 
 
-@pytest.mark.xfail(strict=True, reason=OOM_BUG)
 def test_out_of_memory_is_a_clear_synthesis_error(synth, monkeypatch):
     monkeypatch.setattr(synth.model.flow, "inference", _raise_cuda_oom)
     with pytest.raises(SynthesisError, match="out of memory") as caught:
@@ -142,7 +135,6 @@ def test_out_of_memory_is_a_clear_synthesis_error(synth, monkeypatch):
     assert one_line(str(caught.value))
 
 
-@pytest.mark.xfail(strict=True, reason=OOM_BUG)
 def test_out_of_memory_in_the_cli_is_one_line(synth, tiny_v2_dir, tmp_path, monkeypatch, capsys):
     import cosydesk.runtime
     from cosydesk import cli

@@ -12,6 +12,7 @@ from tests.conftest import REPO_ROOT, fixture_dir
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.heavy,
     pytest.mark.skipif(load_flavour("tensorrt_rtx") is None, reason="tensorrt_rtx not installed (pip install tensorrt-rtx-cu13)"),
 ]
 

@@ -78,7 +78,11 @@ def _inputs(frames: int, seed: int, scale: float = 1.0) -> list[torch.Tensor]:
     return inputs
 
 
-CASES = [("v1", False), ("v2", False), ("v2", True), ("v3", False), ("v3", True)]
+# The default run (CI) exports two cases; the rest repeat the same code on other graphs and take minutes each on
+# 2 CPU cores, so they carry the `heavy` marker (run them with `python -m pytest -q -m heavy`).
+HEAVY = pytest.mark.heavy
+CASES = [pytest.param("v1", False, marks=HEAVY), ("v2", False), pytest.param("v2", True, marks=HEAVY),
+         pytest.param("v3", False, marks=HEAVY), ("v3", True)]
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +150,8 @@ def _first_norm_input(model, inputs, streaming) -> torch.Tensor:
     return captured[0]
 
 
-@pytest.mark.parametrize("version,streaming", [("v1", False), ("v2", False), ("v3", False)])
+@pytest.mark.parametrize("version,streaming", [pytest.param("v1", False, marks=HEAVY), ("v2", False),
+                                               pytest.param("v3", True, marks=HEAVY)])
 def test_fp16_export_survives_norm_overflow_inputs(exports, version, streaming):
     """Inputs scaled until the first norm sees |h| > 256: a naive fp16 LayerNorm/GroupNorm squares to inf."""
     model, paths = exports(version, streaming)
@@ -179,6 +184,7 @@ def test_rtx_builds_fixture_engines(exports, version, streaming, precision):
     assert RTX.malformed(plan) is False and phases
 
 
+@HEAVY
 def test_full_size_v2_estimator_onnx_and_rtx_build(exports):
     model, paths = exports("v2-full", False)
     assert sum(p.numel() for p in model.parameters()) > 50_000_000
@@ -205,7 +211,7 @@ def test_full_size_v2_estimator_onnx_and_rtx_build(exports):
             assert RTX.malformed(plan) is False
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", [pytest.param("v1", marks=HEAVY), "v2"])
 def test_hift_head_export_matches_torch_and_builds(tmp_path, version):
     """HiFT conv stack as ONNX; torch does f0/source/STFT before and the iSTFT after (zero-noise source)."""
     from cosydesk.model.hift import build_hift

@@ -131,9 +131,9 @@ def _token2wav_pushes(num_tokens: int, first_hop: int, max_hop: int, monkeypatch
 
 @pytest.mark.parametrize("num_tokens, first_hop, max_hop", [
     (90, 25, 100),
-    pytest.param(300, 25, 100, marks=pytest.mark.slow),
-    pytest.param(300, 25, 25, marks=pytest.mark.slow),
-    pytest.param(700, 25, 100, marks=pytest.mark.slow),
+    pytest.param(300, 25, 100, marks=pytest.mark.heavy),
+    pytest.param(300, 25, 25, marks=pytest.mark.heavy),
+    pytest.param(700, 25, 100, marks=pytest.mark.heavy),
 ])
 def test_token2wav_v3_equals_official_revocoding(num_tokens, first_hop, max_hop, monkeypatch):
     hift = _model().hift

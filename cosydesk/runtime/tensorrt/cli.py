@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
     actions = engines.add_subparsers(dest="engines_command", required=True)
     build = actions.add_parser("build", help="export + build the TensorRT engines of a model folder")
     build.add_argument("--model", required=True, type=Path, help="model folder (the one with cosyvoice*.yaml)")
-    build.add_argument("--engines-dir", type=Path, default=Path("engines"), help="engine cache (default: engines/)")
+    build.add_argument("--engines-dir", type=Path, default=None,
+                       help="engine cache (default: the one the app uses: $COSYDESK_ENGINES_DIR, engines/ of a checkout, or the user data dir)")
     build.add_argument("--precision", choices=("fp16", "fp32"), default="fp16")
     build.add_argument("--flavour", choices=("auto", "tensorrt", "tensorrt_rtx"), default="auto")
     build.add_argument("--target-cc", default=None, metavar="MAJOR.MINOR",
@@ -70,7 +71,9 @@ def cmd_engines_build(args: argparse.Namespace) -> int:
     target = tuple(int(p) for p in args.target_cc.split(".")) if args.target_cc else None
     flavour = _pick_flavour(args.flavour, target)
     validate = lambda plan: flavour.malformed(plan) is not True  # noqa: E731
-    cache = EngineCache(args.engines_dir, validate=validate)
+    from cosydesk.runtime.tensorrt.torch_bridge import default_engines_dir
+
+    cache = EngineCache(args.engines_dir or default_engines_dir(), validate=validate)
     req = EngineRequest(args.model, flavour, args.precision, target)
     bar = _Bar()
     stage = lambda text: print(f"{text} ...", file=sys.stderr)  # noqa: E731
