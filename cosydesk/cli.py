@@ -80,6 +80,8 @@ def cmd_say(args: argparse.Namespace) -> int:
     synth = Synthesizer(model_dir, device=args.device, backend=args.backend, precision=args.precision)
     request = Request(text=args.text, speaker=args.speaker, instruct=args.instruct, prompt_wav=args.prompt_wav,
                       prompt_text=args.prompt_text, speed=args.speed, seed=args.seed, stream=not args.no_stream)
+    for notice in synth.notices(request):
+        print(f"note: {notice}", file=sys.stderr)
     pieces = []
     start = time.perf_counter()
     first_audio = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import nullcontext
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -102,9 +103,13 @@ def run_sentence(
     stop = threading.Event()
     buffer = TokenBuffer()
 
+    # On a GPU the LLM runs on its own CUDA stream so its kernels overlap the vocoder's (tokens cross over as
+    # host ints after the per-token sync, so no cross-stream tensor hazard exists).
+    llm_stream = torch.cuda.Stream(device=model.device) if model.device.type == "cuda" else None
+
     def produce() -> None:
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), (torch.cuda.stream(llm_stream) if llm_stream is not None else nullcontext()):
                 for token in token_source(inputs, stop):
                     if stop.is_set() or cancel.is_set():
                         break

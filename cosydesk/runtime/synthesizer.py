@@ -178,6 +178,16 @@ class Synthesizer:
             raise EmptyTextError("the text holds nothing pronounceable after normalisation")
         return parts
 
+    def notices(self, request: Request) -> list[str]:
+        """Advice about a request that will still be synthesised (shown by the CLI and the app)."""
+        found = []
+        if self.version == "v3" and re.search(r"[\u3040-\u309f]", request.text or ""):
+            found.append("CosyVoice3 reads Japanese reliably only in katakana: convert hiragana/kanji to katakana "
+                         "for correct pronunciation")
+        if request.speed != 1.0 and request.stream:
+            found.append("speed changes are applied per sentence without streaming (as in the official code)")
+        return found
+
     # -- voices -----------------------------------------------------------------------------------------
     @functools.cached_property
     def _prompt_models(self):
