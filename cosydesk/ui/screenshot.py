@@ -6,6 +6,9 @@
 It speaks a few short lines (so history and the latency plot have content), then a long text, and while
 that one is still being synthesised it captures the X screen with ImageMagick's `import -window root`
 (a real-window screenshot, not a widget render). Needs a CJK font (fonts-wqy-microhei) for Chinese text.
+For a real-time paced sound device without a sound card (so the underrun counter means something), route ALSA
+to a PulseAudio null sink (../shared/docs/desktop-testing.md) with ALSA_CONFIG_PATH pointing at a config holding
+`pcm.!default { type pulse }`; the committed docs/screenshot-main.png was taken that way.
 """
 
 from __future__ import annotations
