@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -17,7 +19,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # file before any test imports it, so playback tests can compare what was played with what was produced.
 from cosydesk.audio.alsa_capture import install_alsa_file_capture  # noqa: E402
 
-install_alsa_file_capture(tempfile.mkdtemp(prefix="cosydesk-alsa-"))
+_ALSA_DIR = tempfile.mkdtemp(prefix="cosydesk-alsa-")
+atexit.register(shutil.rmtree, _ALSA_DIR, ignore_errors=True)
+install_alsa_file_capture(_ALSA_DIR)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "cosyvoice-official"
