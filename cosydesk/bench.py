@@ -414,10 +414,14 @@ def machine_info(device) -> dict:
 
 
 def git_commit() -> str | None:
+    """The checkout's commit; $COSYDESK_COMMIT where the tree was copied without its history (device runs)."""
+    if os.environ.get("COSYDESK_COMMIT"):
+        return os.environ["COSYDESK_COMMIT"]
     try:
         root = Path(__file__).resolve().parent.parent
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or None
+        result = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD"], cwd=root, capture_output=True,
+                                text=True, timeout=10)
+        return result.stdout.strip() if result.returncode == 0 and result.stdout.strip() else None
     except Exception:  # noqa: BLE001
         return None
 

@@ -74,6 +74,15 @@ def cmd_say(args: argparse.Namespace) -> int:
 
     if args.output and Path(args.output).suffix.lower() not in (".wav", ".flac"):
         raise UserError(f"output file {args.output} must end in .wav or .flac")
+    if args.text_file:
+        if args.text:
+            raise UserError("give the text either as an argument or with --text-file, not both")
+        try:
+            args.text = Path(args.text_file).expanduser().read_bytes().decode("utf-8", errors="replace")
+        except OSError as err:
+            raise UserError(f"cannot read {args.text_file}: {err.strerror or err}") from None
+    if args.text is None:
+        raise UserError("nothing to say: give the text as an argument or with --text-file")
     if args.prompt_text and not args.prompt_wav:
         raise UserError("--prompt-text needs --prompt-wav (the recording it transcribes)")
     model_dir = resolve_model_dir(args.model)
@@ -147,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     say = sub.add_parser("say", help="synthesise text to a WAV file or the speakers")
-    say.add_argument("text")
+    say.add_argument("text", nargs="?", help="what to say (or use --text-file)")
+    say.add_argument("--text-file", help="read the text from this file (UTF-8; undecodable bytes become U+FFFD)")
     say.add_argument("--model", help="model folder or catalogue name")
     say.add_argument("--speaker", help="SFT speaker (see `cosydesk say --list-speakers`)")
     say.add_argument("--instruct", help="emotion / style instruction or preset name")

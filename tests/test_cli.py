@@ -98,3 +98,15 @@ def test_bad_input_is_one_clear_line(case, tiny_v2_dir, tmp_path):
     assert "Traceback" not in result.stderr
     assert not out.exists()
     assert not list(tmp_path.glob("*.tmp*")), "a partial output file was left behind"
+
+
+def test_text_file_with_invalid_utf8(tiny_v2_dir, tmp_path):
+    """--text-file decodes what it can and replaces undecodable bytes, so a damaged file still gives audio."""
+    text_file = tmp_path / "script.txt"
+    text_file.write_bytes("今天天气很好。".encode() + b"\xff\xfe broken \xc3 bytes.\n")
+    out = tmp_path / "out.wav"
+    result = run_cli("say", "--text-file", str(text_file), "--model", str(tiny_v2_dir), "-o", str(out), "--seed", "1")
+    assert result.returncode == 0, result.stderr
+    assert sf.read(out)[0].size > 0
+    missing = run_cli("say", "--text-file", str(tmp_path / "nope.txt"), "--model", str(tiny_v2_dir))
+    assert missing.returncode == 2 and missing.stderr.strip().startswith("cosydesk: error: cannot read")
