@@ -230,6 +230,10 @@ class MainWindow(QMainWindow):
         self.view_menu = menu.addMenu("")
         self.view_menu.addAction(self.history_dock.toggleViewAction())
         self.view_menu.addAction(self.telemetry_dock.toggleViewAction())
+        self.help_menu = menu.addMenu("")
+        self.diagnostics_action = QAction(self)
+        self.diagnostics_action.setObjectName("diagnosticsAction")
+        self.help_menu.addAction(self.diagnostics_action)
 
     def _connect(self) -> None:
         self.speak_button.clicked.connect(self.speak)
@@ -237,6 +241,7 @@ class MainWindow(QMainWindow):
         self.export_button.clicked.connect(self._ask_export)
         self.export_action.triggered.connect(self._ask_export)
         self.quit_action.triggered.connect(self.close)
+        self.diagnostics_action.triggered.connect(lambda: self.open_diagnostics())
         self.speak_action.triggered.connect(self.speak)
         self.stop_action.triggered.connect(self.stop)
         self.models_button.clicked.connect(lambda: self.open_model_manager())
@@ -267,6 +272,14 @@ class MainWindow(QMainWindow):
             self.retranslate()
         super().changeEvent(event)
 
+    def open_diagnostics(self):
+        """Help → Diagnostics: the doctor's checks, run in the background (the window stays responsive)."""
+        from cosydesk.ui.diagnostics import DiagnosticsDialog
+
+        dialog = DiagnosticsDialog(self)
+        dialog.show()
+        return dialog
+
     def retranslate(self) -> None:
         self.setWindowTitle(self.tr("CosyDesk — local speech synthesis"))
         self.model_label_caption.setText(self.tr("Model"))
@@ -296,6 +309,8 @@ class MainWindow(QMainWindow):
         self.backend_menu.setTitle(self.tr("Backend"))
         self.audio_menu.setTitle(self.tr("Audio output"))
         self.view_menu.setTitle(self.tr("&View"))
+        self.help_menu.setTitle(self.tr("&Help"))
+        self.diagnostics_action.setText(self.tr("Diagnostics…"))
         self.speaker_combo.setAccessibleName(self.tr("Voice"))
         self.style_combo.setAccessibleName(self.tr("Style"))
         self.text_edit.setAccessibleName(self.tr("Text to speak"))

@@ -23,6 +23,11 @@ TS = HERE / "cosydesk_zh_CN.ts"
 QM = HERE / "cosydesk_zh_CN.qm"
 
 ZH_CN = {
+    # help / diagnostics
+    "&Help": "帮助(&H)",
+    "Diagnostics…": "诊断…",
+    "Diagnostics": "诊断",
+    "Checking the GPU, TensorRT, audio, fonts and models…": "正在检查显卡、TensorRT、音频、字体和模型…",
     # history
     "Replay": "重播",
     "Export…": "导出…",

@@ -1,6 +1,17 @@
 <?xml version='1.0' encoding='utf-8'?>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>DiagnosticsDialog</name>
+    <message>
+        <source>Diagnostics</source>
+        <translation>诊断</translation>
+    </message>
+    <message>
+        <source>Checking the GPU, TensorRT, audio, fonts and models…</source>
+        <translation>正在检查显卡、TensorRT、音频、字体和模型…</translation>
+    </message>
+</context>
+<context>
     <name>HistoryPanel</name>
     <message>
         <source>Replay</source>
@@ -132,6 +143,14 @@
     <message>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>Diagnostics…</source>
+        <translation>诊断…</translation>
     </message>
     <message>
         <source>Text to speak</source>

@@ -1,0 +1,62 @@
+"""Help → Diagnostics: the `cosydesk doctor` checks in a dialog.
+
+The checks (NVML, torch import, PortAudio probe, model folders) can take seconds, so they run on a plain Python
+thread and hand their result to the UI thread through a queued Qt signal; the dialog never blocks the window.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
+
+
+class _Relay(QObject):
+    done = Signal(str, str)  # report text, summary line
+
+
+def diagnostics_report(model_dirs=()) -> tuple[str, str]:
+    """(all check lines, 'N OK, N WARN, N FAIL') - the same lines `cosydesk doctor` prints."""
+    from cosydesk.doctor import run_checks
+
+    checks = run_checks(model_dirs=model_dirs, verify_hashes=False)
+    counts = {status: sum(c.status == status for c in checks) for status in ("OK", "WARN", "FAIL")}
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return "\n".join(c.line() for c in checks), summary
+
+
+class DiagnosticsDialog(QDialog):
+    """Runs the checks in the background and shows them, with the command that fixes each problem."""
+
+    def __init__(self, parent: QWidget | None = None, model_dirs=()):
+        super().__init__(parent)
+        self.setObjectName("diagnosticsDialog")
+        self.setWindowTitle(self.tr("Diagnostics"))
+        self.resize(760, 480)
+        self.summary = QLabel(self.tr("Checking the GPU, TensorRT, audio, fonts and models…"))
+        self.report = QPlainTextEdit(readOnly=True)
+        self.report.setObjectName("diagnosticsReport")
+        self.report.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        for widget in (self.summary, self.report, buttons):
+            layout.addWidget(widget)
+        self._relay = _Relay(self)
+        self._relay.done.connect(self._show)
+        self.finished_checks = False
+        threading.Thread(target=self._run, args=(tuple(model_dirs),), name="cosydesk-diagnostics", daemon=True).start()
+
+    def _run(self, model_dirs) -> None:
+        try:
+            text, summary = diagnostics_report(model_dirs)
+        except Exception as err:  # noqa: BLE001 - run_checks never raises, but the dialog must not hang
+            text, summary = f"{type(err).__name__}: {err}", "diagnostics failed"
+        self._relay.done.emit(text, summary)
+
+    def _show(self, text: str, summary: str) -> None:
+        self.report.setPlainText(text)
+        self.summary.setText(summary)
+        self.finished_checks = True
