@@ -14,7 +14,6 @@ sounddevice, NVML) are imported inside the probes, so `cosydesk --help` stays in
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -323,38 +322,6 @@ def check_models_dir(models_dir: Path) -> Check:
 # ---------------------------------------------------------------------------------------- model integrity
 
 
-def _manifest_entries(folder: Path) -> dict[str, str]:
-    """relative file name -> etag, from the per-file metadata huggingface_hub writes next to a download.
-
-    Each `<folder>/.cache/huggingface/download/<file>.metadata` holds three lines: commit, etag, time.
-    The etag is the sha256 of LFS files (the weights, ONNX) and the git blob sha1 of small files.
-    """
-    root = folder / ".cache" / "huggingface" / "download"
-    if not root.is_dir():
-        return {}
-    entries = {}
-    for meta in root.rglob("*.metadata"):
-        lines = meta.read_text(encoding="utf-8", errors="replace").splitlines()
-        if len(lines) >= 2:
-            entries[meta.relative_to(root).as_posix()[: -len(".metadata")]] = lines[1].strip().strip('"')
-    return entries
-
-
-def _file_matches_etag(path: Path, etag: str) -> bool | None:
-    """True/False when the etag is a content hash we can recompute, None when it is not."""
-    if len(etag) == 64:
-        digest = hashlib.sha256()
-    elif len(etag) == 40:  # git blob id: sha1 of "blob <size>\0" + content
-        digest = hashlib.sha1()  # noqa: S324 - git's object id, not security
-        digest.update(f"blob {path.stat().st_size}\0".encode())
-    else:
-        return None
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest() == etag.lower()
-
-
 def _weights_open(path: Path) -> str | None:
     """None when torch can open the checkpoint lazily (mmap, weights only), else why not."""
     try:
@@ -386,13 +353,13 @@ def check_model_folder(folder: Path, verify_hashes: bool = True) -> Check:
     if report.problems:
         return Check(label, FAIL, "; ".join(report.problems), _model_fix(folder))
     problems: list[str] = []
-    manifest = _manifest_entries(folder) if verify_hashes else {}
+    manifest = hub.download_manifest(folder) if verify_hashes else {}
     checked = 0
     for relative, etag in sorted(manifest.items()):
         file = folder / relative
         if not file.is_file():
             continue  # pattern-filtered or deleted on purpose: check_model_dir judges what is required
-        verdict = _file_matches_etag(file, etag)
+        verdict = hub.file_matches_etag(file, etag)
         if verdict is False:
             problems.append(f"{relative} does not match its download hash")
         checked += verdict is not None

@@ -10,6 +10,7 @@ use it, and it has to stay fast to import.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Callable
@@ -301,6 +302,48 @@ def _looks_offline(error: BaseException) -> bool:
     return any(m in text for m in markers)
 
 
+def download_manifest(folder: Path) -> dict[str, str]:
+    """relative file name -> etag, from the per-file metadata huggingface_hub writes next to a download.
+
+    Each `<folder>/.cache/huggingface/download/<file>.metadata` holds three lines: commit, etag, time.
+    The etag is the sha256 of LFS files (the weights, ONNX) and the git blob sha1 of small files.
+    """
+    root = folder / ".cache" / "huggingface" / "download"
+    if not root.is_dir():
+        return {}
+    entries = {}
+    for meta in root.rglob("*.metadata"):
+        lines = meta.read_text(encoding="utf-8", errors="replace").splitlines()
+        if len(lines) >= 2:
+            entries[meta.relative_to(root).as_posix()[: -len(".metadata")]] = lines[1].strip().strip('"')
+    return entries
+
+
+def file_matches_etag(path: Path, etag: str) -> bool | None:
+    """True/False when the etag is a content hash we can recompute, None when it is not."""
+    if len(etag) == 64:
+        digest = hashlib.sha256()
+    elif len(etag) == 40:  # git blob id: sha1 of "blob <size>\0" + content
+        digest = hashlib.sha1()  # noqa: S324 - git's object id, not security
+        digest.update(f"blob {path.stat().st_size}\0".encode())
+    else:
+        return None
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest() == etag.lower()
+
+
+def verify_download(folder: Path) -> list[str]:
+    """Files of a downloaded folder whose content does not match the hash the hub recorded for them."""
+    bad = []
+    for relative, etag in sorted(download_manifest(folder).items()):
+        file = folder / relative
+        if file.is_file() and file_matches_etag(file, etag) is False:
+            bad.append(relative)
+    return bad
+
+
 def download_model(
     name: str,
     models_dir: Path | None = None,
@@ -333,6 +376,12 @@ def download_model(
                 f"Connect and try again, or download {info.hf_repo} elsewhere and use “Add folder…”."
             ) from error
         raise DownloadError(f"Downloading {info.hf_repo} failed: {error}") from error
+    corrupt = verify_download(target)
+    if corrupt:
+        for relative in corrupt:  # removed so that running the download again fetches them afresh
+            (target / relative).unlink(missing_ok=True)
+        raise DownloadError(f"{info.name}: {', '.join(corrupt)} did not match the published hash and was removed; "
+                            "run the download again")
     report = check_model_dir(target)
     if report.problems:
         raise DownloadError(f"{info.name} downloaded but incomplete: " + "; ".join(report.problems))

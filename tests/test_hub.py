@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 import threading
 
 import pytest
@@ -126,3 +127,30 @@ def test_data_dir_override(tmp_path, monkeypatch):
     monkeypatch.delenv("COSYDESK_MODELS_DIR", raising=False)
     assert hub.app_data_dir() == tmp_path / "data"
     assert hub.default_models_dir() == tmp_path / "data" / "models"
+
+
+def _record_etag(folder: Path, name: str, content: bytes, etag: str) -> None:
+    meta = folder / ".cache" / "huggingface" / "download" / f"{name}.metadata"
+    meta.parent.mkdir(parents=True, exist_ok=True)
+    meta.write_text(f"0123456789abcdef\n{etag}\n1700000000.0\n")
+
+
+def test_download_verifies_hashes_and_removes_a_corrupt_file(tmp_path, monkeypatch):
+    import hashlib
+
+    good = b"weights that arrived intact"
+
+    def fake_snapshot_download(repo_id, local_dir, allow_patterns, tqdm_class, corrupt=True):
+        folder = Path(local_dir)
+        _write_full_v2(folder)
+        (folder / "flow.pt").write_bytes(good if not corrupt else b"bit rot")
+        _record_etag(folder, "flow.pt", good, hashlib.sha256(good).hexdigest())
+        return local_dir
+
+    monkeypatch.setattr(hub, "_snapshot_download", fake_snapshot_download)
+    with pytest.raises(hub.DownloadError, match="flow.pt did not match the published hash"):
+        hub.download_model("CosyVoice2-0.5B", tmp_path / "models")
+    assert not (tmp_path / "models" / "CosyVoice2-0.5B" / "flow.pt").exists()  # re-downloaded next time
+    monkeypatch.setattr(hub, "_snapshot_download", lambda **kw: fake_snapshot_download(**kw, corrupt=False))
+    out = hub.download_model("CosyVoice2-0.5B", tmp_path / "models")
+    assert hub.verify_download(out) == []
