@@ -17,6 +17,17 @@ import torch
 from torch import nn
 
 
+FIXED_NOISE_FRAMES = 15000  # the causal CFM's noise table: the longest decodable mel (v2, v3)
+FIXED_NOISE_SEED = 0
+
+
+def fixed_start_noise(channels: int = 80, frames: int = FIXED_NOISE_FRAMES, seed: int = FIXED_NOISE_SEED) -> torch.Tensor:
+    """The v2/v3 starting noise: equal to ``torch.manual_seed(0); torch.randn([1, 80, 15000])`` (the official
+    CausalConditionalCFM constructor), drawn from a private generator so the caller's RNG is untouched."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randn([1, channels, frames], generator=generator, device="cpu")
+
+
 def cosine_time_grid(n_steps: int, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The n_steps+1 time points of the official cosine schedule, from 0 to 1."""
     grid = torch.linspace(0, 1, n_steps + 1, device=device, dtype=dtype)

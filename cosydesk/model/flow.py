@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cosydesk.model.cfm import FlowMatchingSampler
+from cosydesk.model.cfm import FIXED_NOISE_FRAMES, FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.length_regulator import InterpolateRegulator, frames_for_tokens
 from cosydesk.model.unet import build_estimator
 
@@ -37,8 +37,7 @@ MEL_CHANNELS = 80
 # v1 streaming: the chunk overlap (20 tokens at 50 Hz) is 34 mel frames; the cache keeps that many tail frames.
 V1_OVERLAP_FRAMES = 34
 # v2: size and seed of the fixed noise table (300 s of 50 Hz frames).
-V2_NOISE_FRAMES = 15000
-V2_NOISE_SEED = 0
+V2_NOISE_FRAMES = FIXED_NOISE_FRAMES
 
 
 @dataclass
@@ -103,8 +102,7 @@ class _TokenFlowBase(nn.Module):
 
     def speaker_vector(self, embedding: torch.Tensor) -> torch.Tensor:
         """[1, 192] speaker embedding -> [1, 80] (L2-normalised first)."""
-        dtype = self.spk_embed_affine_layer.weight.dtype
-        return self.spk_embed_affine_layer(F.normalize(embedding.to(dtype), dim=1))
+        return project_speaker(self.spk_embed_affine_layer, embedding)
 
     def embed_tokens(self, prompt_token: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
         """[prompt, tokens] ids -> [1, T, input_size] (negative ids clamped to 0, as the official code does)."""
@@ -112,19 +110,30 @@ class _TokenFlowBase(nn.Module):
         return self.input_embedding(ids)
 
     def _conditioning(self, mu_frames_last: torch.Tensor, spks: torch.Tensor, prompt_feat: torch.Tensor) -> FlowConditioning:
-        """Assemble sampler inputs from mu [1, T, 80] (frames first) and the prompt mel [1, P, 80]."""
-        total = mu_frames_last.shape[1]
-        prompt_frames = prompt_feat.shape[1]
-        cond = torch.zeros(1, total, self.output_size, device=mu_frames_last.device, dtype=mu_frames_last.dtype)
-        cond[:, :prompt_frames] = prompt_feat.to(cond.dtype)
-        mask = torch.ones(1, 1, total, device=mu_frames_last.device, dtype=mu_frames_last.dtype)
-        return FlowConditioning(
-            mu=mu_frames_last.transpose(1, 2).contiguous(),
-            spks=spks,
-            cond=cond.transpose(1, 2).contiguous(),
-            mask=mask,
-            prompt_frames=prompt_frames,
-        )
+        return prompt_conditioning(mu_frames_last, spks, prompt_feat, self.output_size)
+
+
+def prompt_conditioning(mu_frames_last: torch.Tensor, spks: torch.Tensor, prompt_feat: torch.Tensor,
+                        channels: int = MEL_CHANNELS) -> FlowConditioning:
+    """Sampler inputs from mu [1, T, C] (frames first) and the prompt mel [1, P, C]: cond holds the prompt in its
+    first frames and zeros after; the mask is all ones (one utterance, no padding). Shared by v1/v2/v3."""
+    total = mu_frames_last.shape[1]
+    prompt_frames = prompt_feat.shape[1]
+    cond = torch.zeros(1, total, channels, device=mu_frames_last.device, dtype=mu_frames_last.dtype)
+    cond[:, :prompt_frames] = prompt_feat.to(device=cond.device, dtype=cond.dtype)
+    mask = torch.ones(1, 1, total, device=mu_frames_last.device, dtype=mu_frames_last.dtype)
+    return FlowConditioning(
+        mu=mu_frames_last.transpose(1, 2).contiguous(),
+        spks=spks,
+        cond=cond.transpose(1, 2).contiguous(),
+        mask=mask,
+        prompt_frames=prompt_frames,
+    )
+
+
+def project_speaker(layer: nn.Linear, embedding: torch.Tensor) -> torch.Tensor:
+    """[1, 192] speaker embedding -> [1, 80] through ``layer`` (L2-normalised first, as the official flows do)."""
+    return layer(F.normalize(embedding.to(layer.weight.dtype), dim=1))
 
 
 class MaskedDiffWithXvec(_TokenFlowBase):
@@ -267,8 +276,7 @@ class CausalMaskedDiffWithXvec(_TokenFlowBase):
                          inference_cfg_rate, encoder_output_size)
         self.token_mel_ratio = token_mel_ratio
         self.pre_lookahead_len = pre_lookahead_len
-        generator = torch.Generator().manual_seed(V2_NOISE_SEED)
-        noise = torch.randn([1, MEL_CHANNELS, V2_NOISE_FRAMES], generator=generator)
+        noise = fixed_start_noise(MEL_CHANNELS)
         # Not in flow.pt: rebuilt identically at every construction; a buffer so .to(device) moves it.
         self.register_buffer("rand_noise", noise, persistent=False)
 

@@ -19,22 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from cosydesk.model.cfm import FlowMatchingSampler
+from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.config import Node
 from cosydesk.model.dit import DiT
+from cosydesk.model.flow import project_speaker, prompt_conditioning
 from cosydesk.model.transformer import PreLookaheadLayer
 
-NOISE_SEED = 0
-NOISE_FRAMES = 15000  # longest decodable mel; the official CFM draws exactly this much at construction
-
-
-def fixed_noise(channels: int = 80, frames: int = NOISE_FRAMES, seed: int = NOISE_SEED) -> torch.Tensor:
-    """The official starting noise: equal to `torch.manual_seed(seed); torch.randn([1, channels, frames])`."""
-    generator = torch.Generator(device="cpu").manual_seed(seed)
-    return torch.randn([1, channels, frames], generator=generator, device="cpu")
 
 
 def _cfg_rate(decoder_node: Node) -> float:
@@ -72,7 +64,7 @@ class CausalMaskedDiffWithDiT(nn.Module):
         self.spk_embed_affine_layer = nn.Linear(spk_embed_dim, output_size)
         self.pre_lookahead_layer = pre_lookahead_layer
         self.decoder = FlowMatchingSampler(estimator, inference_cfg_rate=inference_cfg_rate, n_steps=n_timesteps)
-        self.register_buffer("rand_noise", fixed_noise(output_size), persistent=False)
+        self.register_buffer("rand_noise", fixed_start_noise(output_size), persistent=False)
 
     @property
     def estimator(self) -> DiT:
@@ -104,8 +96,7 @@ class CausalMaskedDiffWithDiT(nn.Module):
 
     def speaker_vector(self, embedding: torch.Tensor) -> torch.Tensor:
         """[1, 192] x-vector -> [1, 80] conditioning vector."""
-        dtype = self.spk_embed_affine_layer.weight.dtype
-        return self.spk_embed_affine_layer(F.normalize(embedding.to(dtype), dim=1))
+        return project_speaker(self.spk_embed_affine_layer, embedding)
 
     def decoder_inputs(
         self,
@@ -130,13 +121,8 @@ class CausalMaskedDiffWithDiT(nn.Module):
             # The withheld tokens only feed the look-ahead conv; they get no frames of their own.
             cut = emb.shape[1] - self.pre_lookahead_len
             h = self.pre_lookahead_layer(emb[:, :cut], emb[:, cut:])
-        mu = h.repeat_interleave(self.token_mel_ratio, dim=1).transpose(1, 2).contiguous()  # [1, 80, T]
-        frames = mu.shape[2]
-        prompt_frames = prompt_feat.shape[1]
-        tail = torch.zeros(1, frames - prompt_frames, self.output_size, device=mu.device, dtype=dtype)
-        cond = torch.cat([prompt_feat.to(device=mu.device, dtype=dtype), tail], dim=1).transpose(1, 2)
-        mask = torch.ones(1, 1, frames, device=mu.device, dtype=dtype)
-        return mu, mask, spks, cond
+        c = prompt_conditioning(h.repeat_interleave(self.token_mel_ratio, dim=1), spks, prompt_feat, self.output_size)
+        return c.mu, c.mask, c.spks, c.cond
 
     @torch.inference_mode()
     def inference(

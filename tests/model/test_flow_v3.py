@@ -10,7 +10,8 @@ import torch
 from cosydesk.model.checkpoint import load_strict, read_state_dict
 from cosydesk.model.config import read_yaml
 from cosydesk.model.dit import DiT
-from cosydesk.model.flow_v3 import CausalMaskedDiffWithDiT, fixed_noise
+from cosydesk.model.cfm import fixed_start_noise as fixed_noise
+from cosydesk.model.flow_v3 import CausalMaskedDiffWithDiT
 from tests.conftest import assert_close, fixture_dir
 
 ATOL = 1e-4
