@@ -426,30 +426,45 @@ def git_commit() -> str | None:
         return None
 
 
-def plot(report: dict, artefacts: dict, path: Path) -> None:
+def series(artefacts: dict) -> dict:
+    """Per-sentence measurements kept in the JSON, so the plot can be redrawn without the GPU."""
+    return {name: {"first_audio_ms": [round(float(v), 3) for v in art["first_ms"]],
+                   "reserved_gb": [round(float(v), 4) for v in art["reserved"]],
+                   "nvml_gb": [None if v is None else round(float(v), 4) for v in art["nvml"]]}
+            for name, art in artefacts.items()}
+
+
+def plot(report: dict, path: Path) -> None:
+    """Latency CDF per backend and VRAM per sentence, one colour per backend (NVML dashed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, art in artefacts.items():
-        xs = np.sort(np.asarray(art["first_ms"]))
-        ax1.plot(xs, np.arange(1, len(xs) + 1) / len(xs), label=name)
-        nvml = [v for v in art["nvml"] if v is not None]
-        ax2.plot(art["reserved"], label=f"{name} torch reserved")
+    for index, (name, data) in enumerate(report["series"].items()):
+        colour = f"C{index}"
+        xs = np.sort(np.asarray(data["first_audio_ms"]))
+        ax1.plot(xs, np.arange(1, len(xs) + 1) / len(xs), color=colour, label=name)
+        ax2.plot(data["reserved_gb"], color=colour, label=f"{name} torch reserved")
+        nvml = [v for v in data["nvml_gb"] if v is not None]
         if nvml:
-            ax2.plot(nvml, linestyle="--", label=f"{name} NVML")
+            ax2.plot(nvml, color=colour, linestyle="--", label=f"{name} NVML process")
     ax1.set_xscale("log")
-    ax1.set_xlabel("first audio latency (ms)")
+    ax1.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax1.xaxis.set_major_formatter(ScalarFormatter())
+    ax1.xaxis.set_minor_formatter(NullFormatter())
+    ax1.set_xlabel("first audio latency (ms, log scale)")
     ax1.set_ylabel("fraction of sentences")
     ax1.set_title(f"first-audio CDF ({report['model']})")
     ax1.grid(True, which="both", alpha=0.3)
     ax1.legend()
     ax2.set_xlabel("sentence")
     ax2.set_ylabel("GB")
-    ax2.set_title("VRAM over the run")
+    on_gpu = any(any(data["reserved_gb"]) or any(v for v in data["nvml_gb"] if v) for data in report["series"].values())
+    ax2.set_title("VRAM over the run" if on_gpu else "VRAM over the run (no GPU in this run)")
     ax2.grid(True, alpha=0.3)
     ax2.legend(fontsize=7)
     fig.tight_layout()
@@ -513,6 +528,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
                      "zero_noise": True, "seed": args.seed,
                      "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")},
         "backends": results,
+        "series": series(artefacts),
     }
     if ref_name and "cudagraph" in results:
         ratio = results[ref_name]["first_audio_ms"]["p99"] / results["cudagraph"]["first_audio_ms"]["p99"]
@@ -521,7 +537,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     stem = args.name or f"bench-{master.version}"
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    plot(report, artefacts, out / f"{stem}.png")
+    plot(report, out / f"{stem}.png")
     log(f"wrote {out / (stem + '.json')} and {stem}.png")
     return report
 
