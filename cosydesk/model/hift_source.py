@@ -49,8 +49,8 @@ class NsfDraws:
 
 def _without_fundamental(initial_phase: torch.Tensor, harmonic_dim: int) -> torch.Tensor:
     """Zero harmonic 0's entry (the official code assigns 0 there) without an in-place write."""
-    keep = torch.ones(initial_phase.shape[harmonic_dim], dtype=initial_phase.dtype, device=initial_phase.device)
-    keep[0] = 0
+    # Built from arange (no scalar setitem): a setitem copies a host scalar, which a CUDA graph cannot capture.
+    keep = (torch.arange(initial_phase.shape[harmonic_dim], device=initial_phase.device) != 0).to(initial_phase.dtype)
     shape = [1] * initial_phase.dim()
     shape[harmonic_dim] = -1
     return initial_phase * keep.view(shape)

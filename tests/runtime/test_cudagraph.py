@@ -65,6 +65,29 @@ def test_static_qwen_matches_eager_logits_cpu(tiny_v2_model):
     assert state.length == ref_state.length
 
 
+def test_static_qwen_compiled_layer_matches_and_compiles_once_cpu(tiny_v2_model):
+    """The decode layer goes through torch.compile (aot_eager here: dynamo + functionalised cache writes, no
+    Triton on CI) and must give the same logits; one compiled entry serves every layer (no per-layer recompile)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+
+    torch._dynamo.reset()
+    counters.clear()
+    lm = tiny_v2_model.llm
+    static = StaticQwenLM(lm, max_len=96, prefill_buckets=(48,), use_graphs=False, compile_backend="aot_eager")
+    text, prompt_text, prompt_speech = _prompt(2)
+    ref_logits, ref_state = lm.prefill(text, prompt_text, prompt_speech, None)
+    ours, state = static.prefill(text, prompt_text, prompt_speech, None)
+    for token in (9, 4000, 17):
+        ref_logits, ref_state = lm.decode_step(token, ref_state)
+        ours, state = static.decode_step(token, state)
+        assert torch.allclose(ours, ref_logits, atol=1e-4, rtol=1e-4), token
+    assert counters["stats"]["unique_graphs"] == 1
+    torch._dynamo.reset()
+
+
 def test_static_qwen_bucket_padding_junk_is_harmless_cpu(tiny_v2_model):
     """Prefill padded to a bucket writes junk K/V past the prompt; later decode steps must not see it."""
     from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
@@ -138,3 +161,90 @@ def test_graph_backend_matches_eager_and_allocates_nothing_per_request(tiny_v2_m
     torch.cuda.synchronize()
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == before
     assert model.flow.decoder.graphs and not model.flow.decoder.capture_errors
+
+
+def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
+    """Regional compilation of the estimator blocks (aot_eager on CI: dynamo tracing, functionalisation,
+    automatic dynamic lengths) keeps the CFM output, and lengths after the second reuse the dynamic entry."""
+    import copy
+
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from cosydesk.model.cfm import cosine_time_grid
+    from cosydesk.runtime.cudagraph.cfm import solve_cfm
+    from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
+
+    torch._dynamo.reset()
+    sampler = tiny_v2_model.flow.decoder
+    compiled_sampler = copy.deepcopy(sampler)
+    assert compile_blocks(compiled_sampler.estimator, ESTIMATOR_BLOCKS, torch.device("cpu"), backend="aot_eager") > 0
+    grid = cosine_time_grid(sampler.n_steps)
+    g = torch.Generator().manual_seed(3)
+    graphs_after = []
+    for frames in (64, 96, 128, 160):
+        z, mu, cond = (torch.randn(1, 80, frames, generator=g) for _ in range(3))
+        spks, mask = torch.randn(1, 80, generator=g), torch.ones(1, 1, frames)
+        ref = solve_cfm(sampler, z, mask, mu, spks, cond, True, grid)
+        ours = solve_cfm(compiled_sampler, z, mask, mu, spks, cond, True, grid)
+        assert torch.allclose(ours, ref, atol=1e-4, rtol=1e-4), frames
+        graphs_after.append(counters["stats"]["unique_graphs"])
+    assert graphs_after[2] == graphs_after[3] == graphs_after[1]  # no recompile once the length is dynamic
+    torch._dynamo.reset()
+
+
+def test_streaming_hift_shapes_cover_every_non_final_v2_call(tiny_v2_model):
+    """The v2 HiFT graphs are captured for exact shapes: every non-final streaming call must hit one of them."""
+    from cosydesk.runtime.cudagraph.hift import streaming_hift_shapes
+    from cosydesk.runtime.schedule import ChunkCall, make_schedule
+    from cosydesk.runtime.token2wav import Token2Wav
+
+    shapes = set(streaming_hift_shapes())
+    seen = []
+
+    class Recorder:
+        def __init__(self, hift):
+            self.hift = hift
+
+        def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
+            seen.append(((mel.shape[2], 0 if cache_source is None else cache_source.shape[2]), kwargs))
+            return self.hift.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise)
+
+    import dataclasses
+
+    model = dataclasses.replace(tiny_v2_model, hift=Recorder(tiny_v2_model.hift))
+    for prompt_tokens in (7, 20, 25, 31):
+        seen.clear()
+        g = torch.Generator().manual_seed(prompt_tokens)
+        state = Token2Wav(model, torch.randint(0, 6561, (1, prompt_tokens), generator=g),
+                          torch.randn(1, 2 * prompt_tokens, 80, generator=g), torch.randn(1, 192, generator=g),
+                          zero_noise=True)
+        tokens = torch.randint(0, 6561, (1, 330), generator=g)
+        schedule = make_schedule("v2", prompt_tokens)
+        while True:
+            call = schedule.next_call(tokens.shape[1], done=True)
+            state(tokens, call)
+            if call.finalize:
+                break
+        assert len(seen) >= 4
+        for shape, _ in seen[:-1]:
+            assert shape in shapes, (prompt_tokens, shape)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_graphed_sampler_step_buffers_match_solver_cpu(tiny_v2_model, streaming):
+    """The per-step buffers (CFG row 1 kept zero, t/dt device scalars, float32 state, padding to the bucket)
+    give the solver's output; on CPU the captured step runs eagerly on the same buffers."""
+    from cosydesk.model.cfm import cosine_time_grid
+    from cosydesk.runtime.cudagraph.cfm import GraphedSampler, solve_cfm
+
+    sampler = tiny_v2_model.flow.decoder
+    graphed = GraphedSampler(sampler, [64, 96], (False, True))
+    g = torch.Generator().manual_seed(5)
+    for frames in (70, 50, 96):  # two requests in one bucket: nothing may leak from the first
+        z, mu, cond = (torch.randn(1, 80, frames, generator=g) for _ in range(3))
+        spks, mask = torch.randn(1, 80, generator=g), torch.ones(1, 1, frames)
+        ref = solve_cfm(sampler, z, mask, mu, spks, cond, streaming, cosine_time_grid(sampler.n_steps))
+        ours = graphed(z, mask, mu, spks, cond, streaming=streaming)
+        assert ours.shape == ref.shape
+        assert torch.allclose(ours, ref, atol=1e-4, rtol=1e-4), frames

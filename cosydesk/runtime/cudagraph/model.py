@@ -1,9 +1,11 @@
 """Assemble the cudagraph backend: one float16 model, one graph memory pool per stream, every graph captured at load.
 
-Graph pools: one for the LLM graphs, one for the flow graphs (they run concurrently on two streams).
-v2/v3: the LLM is ``StaticQwenLM`` (decode step + prefill buckets captured). v1's wenet-style LLM stays eager
-float16 (not captured yet). All versions: the CFM solver is ``GraphedSampler`` per mel-length bucket; the flow
-encoder and HiFT run eager float16 (HiFT capture per mel bucket is a follow-up).
+Graph pools: one for the LLM graphs, one for the flow + vocoder graphs (they run concurrently on two streams).
+v2/v3: the LLM is ``StaticQwenLM`` (decode step with a compiled layer + prefill buckets captured). v1's
+wenet-style LLM stays eager float16 (not captured yet). All versions: the estimator's blocks are compiled
+(``compile.py``) and one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``). v2: HiFT is
+captured for every non-final streaming chunk shape (``GraphedHift``). The flow encoder, v1's HiFT and v3's
+causal HiFT stream run eager.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import torch
 
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
+from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
 from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 
 FLOW_BUCKET_STEP = 32
@@ -30,10 +34,14 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
         llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress)
     flow = model.flow
     sampler = flow.decoder
+    compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = make_buckets(flow_max_frames or FLOW_MAX_FRAMES[model.version], FLOW_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
     graphed = GraphedSampler(sampler, buckets, modes)
     graphed.capture(pool=flow_pool, progress=progress)
     flow.decoder = graphed
+    hift = model.hift
+    if model.version == "v2":
+        hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress)
     torch.cuda.synchronize()
-    return dataclasses.replace(model, llm=llm, flow=flow)
+    return dataclasses.replace(model, llm=llm, flow=flow, hift=hift)

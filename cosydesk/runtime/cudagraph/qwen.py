@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from cosydesk.runtime.cudagraph.buckets import bucket_for
+from cosydesk.runtime.cudagraph.compile import compiled
 
 
 @dataclass
@@ -25,10 +26,10 @@ class StaticDecodeState:
     length: int
 
 
-def _rms(x: torch.Tensor, norm) -> torch.Tensor:
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     xf = x.float()
-    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
-    return norm.weight * xf.to(x.dtype)
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * xf.to(x.dtype)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -38,14 +39,70 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return (xf * cos + rotated * sin).to(x.dtype)
 
 
+@dataclass
+class LayerWeights:
+    """One decoder layer's weights, with q/k/v and gate/up fused into single GEMMs (fewer kernels per step)."""
+
+    ln1: torch.Tensor
+    w_qkv: torch.Tensor
+    b_qkv: torch.Tensor
+    w_o: torch.Tensor
+    ln2: torch.Tensor
+    w_gate_up: torch.Tensor
+    w_down: torch.Tensor
+    eps: float
+
+
+def fuse_layer(layer) -> LayerWeights:
+    """Concatenate a transformers Qwen2DecoderLayer's projections; the module's own parameters are re-pointed
+    at slices of the fused tensors, so the weights exist once in memory and the module still works."""
+    attn, mlp = layer.self_attn, layer.mlp
+    projections = (attn.q_proj, attn.k_proj, attn.v_proj)
+    w_qkv = torch.cat([p.weight.data for p in projections], dim=0)
+    b_qkv = torch.cat([p.bias.data for p in projections], dim=0)
+    w_gate_up = torch.cat([mlp.gate_proj.weight.data, mlp.up_proj.weight.data], dim=0)
+    start = 0
+    for p in projections:
+        rows = p.weight.shape[0]
+        p.weight.data, p.bias.data = w_qkv[start:start + rows], b_qkv[start:start + rows]
+        start += rows
+    inter = mlp.gate_proj.weight.shape[0]
+    mlp.gate_proj.weight.data, mlp.up_proj.weight.data = w_gate_up[:inter], w_gate_up[inter:]
+    return LayerWeights(layer.input_layernorm.weight, w_qkv, b_qkv, attn.o_proj.weight, layer.post_attention_layernorm.weight,
+                        w_gate_up, mlp.down_proj.weight, float(layer.input_layernorm.variance_epsilon))
+
+
+def decoder_layer(x: torch.Tensor, ln1: torch.Tensor, w_qkv: torch.Tensor, b_qkv: torch.Tensor, w_o: torch.Tensor,
+                  ln2: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, eps: float, k_cache: torch.Tensor,
+                  v_cache: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
+                  mask: torch.Tensor, heads: int, kv_heads: int) -> torch.Tensor:
+    """One Qwen2 decoder layer on x [1, q, H] at ``positions`` [q]; writes K/V of those positions into the layer's
+    cache [1, kv_heads, max_len, head_dim] and attends over the whole cache under ``mask`` [1, 1, q, max_len].
+    Plain tensors in, no objects: one compiled entry then serves every layer (guards see only shapes)."""
+    q_len = x.shape[1]
+    head_dim = k_cache.shape[-1]
+    h = _rms(x, ln1, eps)
+    qkv = F.linear(h, w_qkv, b_qkv)
+    q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q = _rotate(q.view(1, q_len, heads, head_dim).transpose(1, 2), cos, sin)
+    k = _rotate(k.view(1, q_len, kv_heads, head_dim).transpose(1, 2), cos, sin)
+    k_cache.index_copy_(2, positions, k)
+    v_cache.index_copy_(2, positions, v.view(1, q_len, kv_heads, head_dim).transpose(1, 2))
+    o = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask, enable_gqa=True)
+    x = x + F.linear(o.transpose(1, 2).reshape(1, q_len, heads * head_dim), w_o)
+    h = _rms(x, ln2, eps)
+    gate, up = F.linear(h, w_gate_up).chunk(2, dim=-1)
+    return x + F.linear(F.silu(gate) * up, w_down)
+
+
 class StaticQwenLM:
     """Drop-in for the runtime's LLM calls (``prefill``, ``decode_step``) on a Qwen2LM / CosyVoice3LM."""
 
     def __init__(self, lm, max_len: int = 512, prefill_buckets: tuple[int, ...] = (32, 64, 96, 128, 192, 256),
-                 use_graphs: bool = True, pool=None, progress=None):
+                 use_graphs: bool = True, pool=None, progress=None, compile_backend: str | None = None):
         self.lm = lm
         backbone = lm.llm.model.model
-        self.layers = list(backbone.layers)
+        self.layers = [fuse_layer(layer) for layer in backbone.layers]
         self.final_norm = backbone.norm
         cfg = lm.llm.config
         self.heads = cfg.num_attention_heads
@@ -77,38 +134,28 @@ class StaticQwenLM:
         self.prefill_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
         self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self.eager_prefills = 0
+        # The decode step is the hot loop: its layer is compiled (fused kernels) where Inductor is available.
+        # Prefill runs once per sentence and keeps the plain layer (no compile per prefill bucket).
+        self.decode_layer = compiled(decoder_layer, self.device, dynamic=False, backend=compile_backend)
         if use_graphs:
             self.capture(pool, progress)
 
     # --- math ------------------------------------------------------------------------------------------
-    def forward(self, embeds: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    def forward(self, embeds: torch.Tensor, positions: torch.Tensor, layer_fn=decoder_layer) -> torch.Tensor:
         """Final-norm hidden states [1, q, H] of ``embeds`` [1, q, H] at ``positions`` [q]; writes the cache."""
         q_len = embeds.shape[1]
         mask = (self.key_positions.unsqueeze(0) <= positions.unsqueeze(1)).view(1, 1, q_len, self.max_len)
         cos = self.cos.index_select(0, positions).view(1, 1, q_len, self.head_dim)
         sin = self.sin.index_select(0, positions).view(1, 1, q_len, self.head_dim)
         x = embeds
-        for i, layer in enumerate(self.layers):
-            attn = layer.self_attn
-            h = _rms(x, layer.input_layernorm)
-            q = F.linear(h, attn.q_proj.weight, attn.q_proj.bias).view(1, q_len, self.heads, self.head_dim)
-            k = F.linear(h, attn.k_proj.weight, attn.k_proj.bias).view(1, q_len, self.kv_heads, self.head_dim)
-            v = F.linear(h, attn.v_proj.weight, attn.v_proj.bias).view(1, q_len, self.kv_heads, self.head_dim)
-            q = _rotate(q.transpose(1, 2), cos, sin)
-            k = _rotate(k.transpose(1, 2), cos, sin)
-            self.k_cache[i].index_copy_(2, positions, k)
-            self.v_cache[i].index_copy_(2, positions, v.transpose(1, 2))
-            o = F.scaled_dot_product_attention(q, self.k_cache[i], self.v_cache[i], attn_mask=mask, enable_gqa=True)
-            x = x + F.linear(o.transpose(1, 2).reshape(1, q_len, self.heads * self.head_dim), attn.o_proj.weight)
-            h = _rms(x, layer.post_attention_layernorm)
-            mlp = layer.mlp
-            x = x + F.linear(F.silu(F.linear(h, mlp.gate_proj.weight)) * F.linear(h, mlp.up_proj.weight),
-                             mlp.down_proj.weight)
-        return _rms(x, self.final_norm)
+        for i, w in enumerate(self.layers):
+            x = layer_fn(x, w.ln1, w.w_qkv, w.b_qkv, w.w_o, w.ln2, w.w_gate_up, w.w_down, w.eps, self.k_cache[i],
+                         self.v_cache[i], cos, sin, positions, mask, self.heads, self.kv_heads)
+        return _rms(x, self.final_norm.weight, self.final_norm.variance_epsilon)
 
     def _decode_body(self) -> None:
         embeds = self.lm.speech_embedding.weight.index_select(0, self.token).view(1, 1, self.hidden)
-        hidden = self.forward(embeds, self.position)
+        hidden = self.forward(embeds, self.position, self.decode_layer)
         self.decode_logits.copy_(self.lm.llm_decoder(hidden[0, -1]).float())
 
     def _prefill_body(self, bucket: int) -> None:

@@ -1,0 +1,97 @@
+"""HiFT (v2) as CUDA graphs for the chunk shapes streaming produces, eager float16 for anything else.
+
+The v2 vocoder is not causal (symmetric convolutions, centred STFT), so padding a mel to a bucket would change
+the last samples: graphs are captured for *exact* shapes instead. Streaming makes few of them: the first chunk
+has 2*(25+pad) frames and no source cache (pad 0..24 depends on the prompt length), later chunks 2*50+8 and
+2*100+8 frames with a 3840-sample source cache. The final chunk of a sentence has a free length and runs eager.
+
+Random source draws are written in place into the graph's static draw buffers (no allocation per call);
+``zero_noise`` zeroes them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cosydesk.runtime.schedule import CausalChunkSchedule
+
+V2_MEL_CACHE, V2_SOURCE_CACHE, V2_TOKEN_MEL_RATIO = 8, 8 * 480, 2
+
+
+def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) -> list[tuple[int, int]]:
+    """(mel frames, source-cache samples) of every non-final v2 HiFT call, over every prompt padding."""
+    shapes: set[tuple[int, int]] = set()
+    for prompt in range(max_prompt_tokens):
+        schedule = CausalChunkSchedule(prompt)
+        for index in range(calls_per_sentence):
+            call = schedule.next_call(available=10**6, done=False)
+            frames = (call.end - schedule.lookahead - call.token_offset) * V2_TOKEN_MEL_RATIO
+            shapes.add((frames, 0) if index == 0 else (frames + V2_MEL_CACHE, V2_SOURCE_CACHE))
+    return sorted(shapes)
+
+
+class GraphedHift:
+    """Drop-in for ``HalfHift`` (float32 in/out around a float16 HiFTGenerator) with per-shape graphs."""
+
+    def __init__(self, half_hift, shapes: list[tuple[int, int]], pool=None, progress=None):
+        self.half = half_hift
+        self.hift = half_hift.hift
+        param = next(self.hift.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        self.bufs: dict[tuple[int, int], dict] = {}
+        self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
+        self.eager_calls = 0
+        for frames, cache in shapes:
+            mel = torch.zeros(1, 80, frames, device=self.device, dtype=self.dtype)
+            self.bufs[(frames, cache)] = {"mel": mel, "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
+                                          "draws": self.hift.zero_draws(mel)}
+        self._capture(pool, progress)
+
+    def _body(self, key) -> None:
+        b = self.bufs[key]
+        cache = b["cache"] if key[1] else None
+        b["speech"], b["source"] = self.hift(b["mel"], b["draws"], cache)
+
+    @torch.inference_mode()
+    def _capture(self, pool, progress) -> None:
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for key in self.bufs:  # warm-up outside capture: cuDNN / cuFFT plans
+                self._body(key)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        for done, key in enumerate(self.bufs, 1):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                self._body(key)
+            self.graphs[key] = graph
+            if progress:
+                progress(done, len(self.bufs), "vocoder")
+
+    @torch.inference_mode()
+    def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
+        cache_len = 0 if cache_source is None else cache_source.shape[2]
+        key = (mel.shape[2], cache_len)
+        graph = self.graphs.get(key)
+        if graph is None or kwargs:  # a free-length final chunk, or explicit draws / generator
+            self.eager_calls += 1
+            return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise, **kwargs)
+        b = self.bufs[key]
+        b["mel"].copy_(mel)
+        if cache_len:
+            b["cache"].copy_(cache_source)
+        draws = b["draws"]
+        if zero_noise:
+            draws.initial_phase.zero_()
+            draws.noise.zero_()
+        else:
+            draws.initial_phase.uniform_()  # v2 draws: phases uniform in [0, 1) cycles, Gaussian noise
+            draws.noise.normal_()
+        graph.replay()
+        return b["speech"].float(), b["source"].float()  # fresh float32 copies: the buffers are reused
+
+    def inference(self, mel, *args, **kwargs):
+        return self.inference_with_source(mel, None, *args, **kwargs)[0]
+
+    def __getattr__(self, item):
+        return getattr(self.__dict__["half"], item)
