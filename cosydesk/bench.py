@@ -265,6 +265,16 @@ def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier: Hos
     return first, total, wave
 
 
+def _drift(reserved: list, nvml: list, cuda: bool) -> float | None:
+    """VRAM drift in percent: mean of the last 100 readings vs the first 100 (NVML when every reading has it)."""
+    nvml_vals = [v for v in nvml if v is not None]
+    track = nvml_vals if len(nvml_vals) == len(reserved) and nvml_vals else reserved
+    k = min(100, max(1, len(track) // 2))
+    if not (cuda and track and track[0] > 0):
+        return None
+    return 100.0 * (sum(track[-k:]) / k - sum(track[:k]) / k) / (sum(track[:k]) / k)
+
+
 def _cuda_sync_all(model):
     import torch
 
@@ -272,9 +282,13 @@ def _cuda_sync_all(model):
         torch.cuda.synchronize()
 
 
-def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int, fidelity_n: int,
-                device, log=print) -> tuple[dict, dict]:
-    """Timed pass + fidelity pass for one backend. Returns (metrics, artefacts for plots/fidelity)."""
+def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,
+                fidelity_sentences: list[ForcedSentence], device, log=print, soak: int = 0) -> tuple[dict, dict]:
+    """Timed pass + fidelity pass (+ an optional soak) for one backend. Returns (metrics, artefacts).
+
+    ``fidelity_sentences`` may differ from the timed ``sentences`` (eager backends time a few sentences but
+    serve as the fidelity reference on more). ``soak``: that many further sentences (the corpus cycled) after
+    the timed pass, VRAM read after each, reported as ``soak`` (drift first vs last 100)."""
     import numpy as np
     import torch
 
@@ -320,6 +334,19 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
                 log(f"  [{name}] {len(firsts)}/{runs * len(sentences)} sentences, first audio p50 "
                     f"{1e3 * _percentile(firsts, 50):.1f} ms")
     wall = time.perf_counter() - wall0
+    soak_report = None
+    if soak:
+        soak_reserved, soak_nvml, soak_nan = [], [], 0
+        for i in range(soak):
+            wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, streams, seed=i)[2]
+            soak_nan += int((~np.isfinite(wave)).sum())
+            soak_reserved.append(probe.reserved_gb())
+            soak_nvml.append(probe.nvml_gb())
+            if (i + 1) % 250 == 0:
+                log(f"  [{name}] soak {i + 1}/{soak}")
+        soak_report = {"sentences": soak, "nan_count": soak_nan, "drift": _drift(soak_reserved, soak_nvml, cuda),
+                       "peak_reserved_gb": max(soak_reserved) if cuda else None,
+                       "peak_nvml_gb": max((v for v in soak_nvml if v is not None), default=None)}
     peak_reserved = torch.cuda.max_memory_reserved() / 1e9 if cuda else None
     nvml_vals = [v for v in nvml if v is not None]
 
@@ -329,16 +356,13 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
                                     hift=HiftRecorder(model.hift, lambda: _cuda_sync_all(model), record, "hift"))
     waves = []
     fid_stats = LLMStats()
-    for i, sentence in enumerate(sentences[:fidelity_n]):
+    fidelity_n = len(fidelity_sentences)
+    for i, sentence in enumerate(fidelity_sentences):
         waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, streams, seed=i)[2])
         nan_count += int((~np.isfinite(waves[-1])).sum())
     nan_count += sum(int((~torch.isfinite(m)).sum()) for m in record.get("mels", []))
 
-    k = min(100, max(1, len(reserved) // 2))
-    track = nvml_vals if len(nvml_vals) == len(reserved) and nvml_vals else reserved
-    drift = None
-    if cuda and track and track[0] > 0:
-        drift = 100.0 * (sum(track[-k:]) / k - sum(track[:k]) / k) / (sum(track[:k]) / k)
+    drift = _drift(reserved, nvml, cuda)
     ms = lambda xs: [1e3 * x for x in xs]  # noqa: E731
     metrics = {
         "first_audio_ms": {"mean": 1e3 * float(np.mean(firsts)), "p50": _percentile(ms(firsts), 50),
@@ -360,6 +384,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
             "flow_ms_per_call": float(np.median(record["flow_ms"])) if record.get("flow_ms") else None,
             "hift_ms_per_call": float(np.median(record["hift_ms"])) if record.get("hift_ms") else None,
         },
+        "soak": soak_report,
         "load_and_warmup_s": load_s,
         "audio_s": float(sum(audio_s)),
     }
@@ -496,9 +521,10 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
     results, artefacts = {}, {}
     for name in backends:
         log(f"backend {name} ...")
-        subset = sentences[:args.eager_limit] if (args.eager_limit and name.startswith("eager")) else sentences
-        metrics, art = run_backend(name, master, subset, args.runs, args.warmup, min(args.fidelity, len(subset)),
-                                   device, log=log)
+        eager = name.startswith("eager")
+        subset = sentences[:args.eager_limit] if (args.eager_limit and eager) else sentences
+        metrics, art = run_backend(name, master, subset, args.runs, args.warmup, sentences[:args.fidelity],
+                                   device, log=log, soak=0 if (eager and args.eager_limit) else args.soak)
         metrics["sentences"] = len(subset) * args.runs
         results[name], artefacts[name] = metrics, art
         out_partial = Path(args.out)
@@ -522,7 +548,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         "version": master.version,
         "corpus": str(args.corpus),
         "sentences": len(texts) * args.runs,
-        "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit,
+        "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit, "soak": args.soak,
                      "tokens_per_second": TOKENS_PER_SECOND, "chars_per_second": CHARS_PER_SECOND,
                      "prompt_tokens": PROMPT[master.version][0], "prompt_frames": PROMPT[master.version][1],
                      "zero_noise": True, "seed": args.seed,
@@ -566,6 +592,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--fidelity", type=int, default=20, help="sentences in the fidelity / stage-timing pass")
     p.add_argument("--eager-limit", type=int, default=None,
                    help="eager backends run only the first N sentences (they are ~100x slower); reported per backend")
+    p.add_argument("--soak", type=int, default=0,
+                   help="N further sentences after the timed pass (backends not cut by --eager-limit), VRAM drift reported")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--out", default="bench-out")

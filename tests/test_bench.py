@@ -41,7 +41,7 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     corpus.write_text("今天天气真不错。\n", encoding="utf-8")
     out = tmp_path / "out"
     rc = main(["bench", "--model", str(tiny_v2), "--backends", "eager-fp32", "--runs", "1", "--corpus", str(corpus),
-               "--warmup", "0", "--fidelity", "1", "--out", str(out), "--name", "cpu"])
+               "--warmup", "0", "--fidelity", "1", "--soak", "2", "--out", str(out), "--name", "cpu"])
     assert rc == 0
     report = json.loads((out / "cpu.json").read_text(encoding="utf-8"))
     assert set(report["machine"]) >= {"gpu", "driver", "torch", "cuda"}
@@ -54,6 +54,7 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert 0 < m["first_audio_ms"]["p50"] <= m["total_ms"]["p99"] + 1e-6
     assert m["rtf"] > 0 and m["fidelity"]["nan_count"] == 0
     assert set(m["fidelity"]) >= {"mel_rel_err", "snr_db", "nan_count"}
+    assert m["soak"]["sentences"] == 2 and m["soak"]["nan_count"] == 0
     assert (out / "cpu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -52,8 +53,13 @@ def _prompt(seed=0):
 def test_static_qwen_matches_eager_logits_cpu(tiny_v2_model):
     from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 
+    import copy
+
     lm = tiny_v2_model.llm
-    static = StaticQwenLM(lm, max_len=96, prefill_buckets=(48,), use_graphs=False)
+    # host_text_embeddings: the text table is looked up through the host path (a no-op move on CPU)
+    static = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False,
+                          host_text_embeddings=True)
+    assert static.lm.embed_text.__name__ == "embed_text_on_host"
     text, prompt_text, prompt_speech = _prompt()
     ref_logits, ref_state = lm.prefill(text, prompt_text, prompt_speech, None)
     ours, state = static.prefill(text, prompt_text, prompt_speech, None)
@@ -162,6 +168,31 @@ def test_graph_backend_matches_eager_and_allocates_nothing_per_request(tiny_v2_m
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == before
     assert model.flow.decoder.graphs and not model.flow.decoder.capture_errors
 
+    # Whole streamed requests (flow graphs, HiFT graphs, the eager encoder / final chunk): after one warm-up
+    # request, further requests reserve no new device memory and allocate no new segments.
+    from cosydesk.runtime.token2wav import stream_token2wav
+
+    g = torch.Generator().manual_seed(0)
+    prompt_token = torch.randint(0, 6561, (1, 20), generator=g)
+    prompt_feat, embedding = torch.randn(1, 40, 80, generator=g), torch.randn(1, 192, generator=g)
+    tokens = torch.randint(0, 6561, (1, 150), generator=g)
+
+    def request():
+        return [c for c in stream_token2wav(model, tokens, prompt_token, prompt_feat, embedding, zero_noise=True)]
+
+    first = request()
+    torch.cuda.synchronize()
+    stats = torch.cuda.memory_stats()
+    reserved, segments = stats["reserved_bytes.all.current"], stats["segment.all.current"]
+    eager_hift = model.hift.eager_calls
+    for _ in range(3):
+        again = request()
+        assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    torch.cuda.synchronize()
+    stats = torch.cuda.memory_stats()
+    assert stats["reserved_bytes.all.current"] == reserved and stats["segment.all.current"] == segments
+    assert model.hift.eager_calls - eager_hift == 3  # only the free-length final chunk of each request
+
 
 def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
     """Regional compilation of the estimator blocks (aot_eager on CI: dynamo tracing, functionalisation,
@@ -174,10 +205,13 @@ def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
     from cosydesk.model.cfm import cosine_time_grid
     from cosydesk.runtime.cudagraph.cfm import solve_cfm
     from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
+    from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention
 
     torch._dynamo.reset()
+    counters.clear()
     sampler = tiny_v2_model.flow.decoder
     compiled_sampler = copy.deepcopy(sampler)
+    assert fuse_estimator_attention(compiled_sampler.estimator) > 0
     assert compile_blocks(compiled_sampler.estimator, ESTIMATOR_BLOCKS, torch.device("cpu"), backend="aot_eager") > 0
     grid = cosine_time_grid(sampler.n_steps)
     g = torch.Generator().manual_seed(3)
@@ -190,6 +224,7 @@ def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
         assert torch.allclose(ours, ref, atol=1e-4, rtol=1e-4), frames
         graphs_after.append(counters["stats"]["unique_graphs"])
     assert graphs_after[2] == graphs_after[3] == graphs_after[1]  # no recompile once the length is dynamic
+    assert graphs_after[-1] <= 8  # one entry per block class and shape regime, not one per block instance
     torch._dynamo.reset()
 
 

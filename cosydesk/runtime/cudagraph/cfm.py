@@ -14,6 +14,7 @@ from torch import nn
 
 from cosydesk.model.cfm import cosine_time_grid
 from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded
+from cosydesk.runtime.cudagraph.streams import side_stream
 
 
 def solve_cfm(sampler, z, mask, mu, spks, cond, streaming: bool, grid: torch.Tensor) -> torch.Tensor:
@@ -86,7 +87,7 @@ class GraphedSampler(nn.Module):
 
     def capture(self, pool=None, progress=None) -> None:
         jobs = [(b, s) for b in self.buckets for s in self.streaming_modes]
-        side = torch.cuda.Stream(self.device)
+        side = side_stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.inference_mode():
             for bucket in self.buckets:  # realistic values while warming kernels up (and compiling blocks)

@@ -45,6 +45,8 @@ def _configure_inductor() -> None:
 
     # Every block instance and every shape bucket must hit a compiled entry, never fall back to eager silently.
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+    # A block Inductor cannot compile runs eager (still captured) instead of failing the model load.
+    torch._dynamo.config.suppress_errors = True
 
 
 def compiled(fn: Callable, device: torch.device, dynamic: bool | None = None, backend: str | None = None) -> Callable:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from cosydesk.runtime.cudagraph.streams import side_stream
 from cosydesk.runtime.schedule import CausalChunkSchedule
 
 V2_MEL_CACHE, V2_SOURCE_CACHE, V2_TOKEN_MEL_RATIO = 8, 8 * 480, 2
@@ -54,7 +55,7 @@ class GraphedHift:
 
     @torch.inference_mode()
     def _capture(self, pool, progress) -> None:
-        side = torch.cuda.Stream(self.device)
+        side = side_stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             for key in self.bufs:  # warm-up outside capture: cuDNN / cuFFT plans

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.compile import compiled
+from cosydesk.runtime.cudagraph.streams import side_stream
 
 
 @dataclass
@@ -99,7 +100,8 @@ class StaticQwenLM:
     """Drop-in for the runtime's LLM calls (``prefill``, ``decode_step``) on a Qwen2LM / CosyVoice3LM."""
 
     def __init__(self, lm, max_len: int = 512, prefill_buckets: tuple[int, ...] = (32, 64, 96, 128, 192, 256),
-                 use_graphs: bool = True, pool=None, progress=None, compile_backend: str | None = None):
+                 use_graphs: bool = True, pool=None, progress=None, compile_backend: str | None = None,
+                 host_text_embeddings: bool | None = None):
         self.lm = lm
         backbone = lm.llm.model.model
         self.layers = [fuse_layer(layer) for layer in backbone.layers]
@@ -111,6 +113,10 @@ class StaticQwenLM:
         self.hidden = cfg.hidden_size
         weight = lm.llm_decoder.weight
         self.device, self.dtype = weight.device, weight.dtype
+        if host_text_embeddings is None:
+            host_text_embeddings = self.device.type == "cuda"
+        if host_text_embeddings:
+            self._move_text_embeddings_to_host()
         self.max_len = max_len
         self.prefill_buckets = [b for b in prefill_buckets if b <= max_len]
         shape = (len(self.layers), 1, self.kv_heads, max_len, self.head_dim)
@@ -140,6 +146,20 @@ class StaticQwenLM:
         if use_graphs:
             self.capture(pool, progress)
 
+    def _move_text_embeddings_to_host(self) -> None:
+        """The Qwen text table (151,936 x 896, 272 MB in float16) is read a few rows per sentence, at prefill:
+        it stays in host memory and only the gathered rows travel. (Its tied ``lm_head`` is never evaluated.)"""
+        lm = self.lm
+        lm.llm.embed_tokens.to("cpu")
+        lm.llm.model.lm_head.to("cpu")  # tied to the table (a no-op then), else a second unused copy
+        plain = type(lm).embed_text
+        device = self.device
+
+        def embed_text_on_host(ids: torch.Tensor) -> torch.Tensor:
+            return plain(lm, torch.as_tensor(ids).to("cpu")).to(device)
+
+        lm.embed_text = embed_text_on_host  # instance attribute: lm_input() picks it up
+
     # --- math ------------------------------------------------------------------------------------------
     def forward(self, embeds: torch.Tensor, positions: torch.Tensor, layer_fn=decoder_layer) -> torch.Tensor:
         """Final-norm hidden states [1, q, H] of ``embeds`` [1, q, H] at ``positions`` [q]; writes the cache."""
@@ -167,7 +187,7 @@ class StaticQwenLM:
     def capture(self, pool=None, progress=None) -> None:
         jobs = [("decode", self._decode_body)] + [(f"prefill{b}", (lambda b=b: self._prefill_body(b)))
                                                   for b in self.prefill_buckets]
-        side = torch.cuda.Stream(self.device)
+        side = side_stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.inference_mode(), torch.cuda.stream(side):
             for _ in range(2):  # warm-up outside capture: cuBLAS handles, SDPA kernel choice
