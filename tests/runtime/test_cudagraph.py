@@ -283,3 +283,30 @@ def test_graphed_sampler_step_buffers_match_solver_cpu(tiny_v2_model, streaming)
         ours = graphed(z, mask, mu, spks, cond, streaming=streaming)
         assert ours.shape == ref.shape
         assert torch.allclose(ours, ref, atol=1e-4, rtol=1e-4), frames
+
+
+def test_v1_masked_group_norm_makes_bucket_padding_harmless_cpu(tmp_path):
+    """v1's GroupNorm spans time: padding to a bucket changes valid frames unless the statistics are masked."""
+    import copy
+
+    from cosydesk.model.cfm import cosine_time_grid
+    from cosydesk.runtime.cudagraph.cfm import solve_cfm
+    from cosydesk.runtime.cudagraph.fuse import mask_group_norms
+    from cosydesk.testing.full_size import random_model
+
+    v1 = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)
+    sampler = v1.flow.decoder
+    masked = copy.deepcopy(sampler)
+    assert mask_group_norms(masked.estimator) > 0
+    grid = cosine_time_grid(sampler.n_steps)
+    g = torch.Generator().manual_seed(0)
+    frames, padded = 70, 96
+    z, mu, cond = (torch.randn(1, 80, frames, generator=g) for _ in range(3))
+    spks, mask = torch.randn(1, 80, generator=g), torch.ones(1, 1, frames)
+    ref = solve_cfm(sampler, z, mask, mu, spks, cond, False, grid)
+    pad = lambda x: torch.nn.functional.pad(x, (0, padded - frames))  # noqa: E731
+    padded_args = (pad(z), pad(mask), pad(mu), spks, pad(cond), False, grid)
+    plain_padded = solve_cfm(sampler, *padded_args)[:, :, :frames]
+    assert not torch.allclose(plain_padded, ref, atol=1e-3)  # why the rewrite exists
+    assert torch.allclose(solve_cfm(masked, z, mask, mu, spks, cond, False, grid), ref, atol=1e-5, rtol=1e-5)
+    assert torch.allclose(solve_cfm(masked, *padded_args)[:, :, :frames], ref, atol=1e-4, rtol=1e-4)

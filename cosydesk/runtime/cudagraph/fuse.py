@@ -1,8 +1,12 @@
-"""Weight fusion for the U-Net estimator's attention (v1/v2): q, k and v as one GEMM instead of three.
+"""Runtime rewrites of the U-Net estimator (v1/v2) for the graph backend; same math as ``cosydesk.model.unet``.
 
-The estimator runs 56 attention blocks per step and 10 steps per chunk: two fewer kernels per block is ~1,100
-fewer kernel launches per chunk inside the graphs. The fused weight is one tensor; the modules' own q/k/v
-parameters are re-pointed at its slices, so memory holds the weights once and the model of record is unchanged.
+- ``fuse_estimator_attention``: q, k and v as one GEMM instead of three. The estimator runs 56 attention blocks
+  per step and 10 steps per chunk: two fewer kernels per block is ~1,100 fewer kernel launches per chunk. The
+  fused weight is one tensor; the modules' q/k/v parameters are re-pointed at its slices (weights held once).
+- ``mask_group_norms``: v1's non-causal blocks normalise with GroupNorm over channels *and time*, so padding a
+  request to a graph bucket would change the statistics and every valid frame (measured: 5 % mel error on the
+  H200 before this). The rewrite takes the statistics over valid frames only: identical for an unpadded input,
+  and padding-invariant, so v1 can use the same bucketed graphs as v2/v3.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from cosydesk.model.unet import SelfAttention
+from cosydesk.model.unet import ConvNormMish, Fp32GroupNorm, SelfAttention
 
 
 class FusedSelfAttention(SelfAttention):
@@ -45,4 +49,35 @@ def fuse_estimator_attention(root: torch.nn.Module) -> int:
         module.w_qkv = w_qkv  # plain attribute: not a parameter, not saved, moves with nothing
         module.__class__ = FusedSelfAttention
         count += 1
+    return count
+
+
+def masked_group_norm(x: torch.Tensor, mask: torch.Tensor, norm: torch.nn.GroupNorm) -> torch.Tensor:
+    """GroupNorm of x [B, C, T] with float32 statistics over the frames where mask [B, 1, T] is 1."""
+    batch, channels, frames = x.shape
+    groups = norm.num_groups
+    xg = x.float().view(batch, groups, channels // groups, frames)
+    m = mask.float().view(batch, 1, 1, frames)
+    count = m.sum(dim=(2, 3), keepdim=True) * (channels // groups)
+    mean = (xg * m).sum(dim=(2, 3), keepdim=True) / count
+    var = ((xg - mean) * m).pow(2).sum(dim=(2, 3), keepdim=True) / count
+    y = ((xg - mean) * torch.rsqrt(var + norm.eps)).view(batch, channels, frames)
+    return (y * norm.weight.float().view(1, -1, 1) + norm.bias.float().view(1, -1, 1)).to(x.dtype)
+
+
+class MaskedConvNormMish(ConvNormMish):
+    """Non-causal ConvNormMish whose GroupNorm ignores masked (padded) frames."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        conv, norm, mish = self.block
+        return mish(masked_group_norm(conv(x * mask), mask, norm)) * mask
+
+
+def mask_group_norms(root: torch.nn.Module) -> int:
+    """Turn every GroupNorm ``ConvNormMish`` under ``root`` into a ``MaskedConvNormMish``; returns the count."""
+    count = 0
+    for module in root.modules():
+        if type(module) is ConvNormMish and isinstance(module.block[1], Fp32GroupNorm):
+            module.__class__ = MaskedConvNormMish
+            count += 1
     return count
