@@ -335,8 +335,9 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
                     f"{1e3 * _percentile(firsts, 50):.1f} ms")
     wall = time.perf_counter() - wall0
     soak_report = None
+    soak_reserved, soak_nvml = [], []
     if soak:
-        soak_reserved, soak_nvml, soak_nan = [], [], 0
+        soak_nan = 0
         for i in range(soak):
             wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, streams, seed=i)[2]
             soak_nan += int((~np.isfinite(wave)).sum())
@@ -389,7 +390,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
         "audio_s": float(sum(audio_s)),
     }
     artefacts = {"first_ms": ms(firsts), "reserved": reserved, "nvml": nvml, "mels": record.get("mels", []),
-                 "waves": waves}
+                 "waves": waves, "soak_reserved": soak_reserved, "soak_nvml": soak_nvml}
     del model, fid_model
     gc.collect()
     return metrics, artefacts
@@ -453,9 +454,10 @@ def git_commit() -> str | None:
 
 def series(artefacts: dict) -> dict:
     """Per-sentence measurements kept in the JSON, so the plot can be redrawn without the GPU."""
+    gb = lambda values: [None if v is None else round(float(v), 4) for v in values]  # noqa: E731
     return {name: {"first_audio_ms": [round(float(v), 3) for v in art["first_ms"]],
-                   "reserved_gb": [round(float(v), 4) for v in art["reserved"]],
-                   "nvml_gb": [None if v is None else round(float(v), 4) for v in art["nvml"]]}
+                   "reserved_gb": gb(art["reserved"]), "nvml_gb": gb(art["nvml"]),
+                   "soak_reserved_gb": gb(art.get("soak_reserved", [])), "soak_nvml_gb": gb(art.get("soak_nvml", []))}
             for name, art in artefacts.items()}
 
 
@@ -473,10 +475,15 @@ def plot(report: dict, path: Path) -> None:
         colour = f"C{index}"
         xs = np.sort(np.asarray(data["first_audio_ms"]))
         ax1.plot(xs, np.arange(1, len(xs) + 1) / len(xs), color=colour, label=name)
-        ax2.plot(data["reserved_gb"], color=colour, label=f"{name} torch reserved")
-        nvml = [v for v in data["nvml_gb"] if v is not None]
+        # the timed pass, then the soak (if any) on the same axis
+        reserved = data["reserved_gb"] + data.get("soak_reserved_gb", [])
+        ax2.plot(reserved, color=colour, label=f"{name} torch reserved")
+        nvml = [v for v in data["nvml_gb"] + data.get("soak_nvml_gb", []) if v is not None]
         if nvml:
             ax2.plot(nvml, color=colour, linestyle="--", label=f"{name} NVML process")
+        if data.get("soak_reserved_gb"):
+            ax2.axvline(len(data["reserved_gb"]), color=colour, linestyle=":", alpha=0.6,
+                        label=f"{name} soak starts")
     ax1.set_xscale("log")
     ax1.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax1.xaxis.set_major_formatter(ScalarFormatter())
@@ -486,7 +493,7 @@ def plot(report: dict, path: Path) -> None:
     ax1.set_title(f"first-audio CDF ({report['model']})")
     ax1.grid(True, which="both", alpha=0.3)
     ax1.legend()
-    ax2.set_xlabel("sentence")
+    ax2.set_xlabel("sentence (timed pass, then soak)")
     ax2.set_ylabel("GB")
     on_gpu = any(any(data["reserved_gb"]) or any(v for v in data["nvml_gb"] if v) for data in report["series"].values())
     ax2.set_title("VRAM over the run" if on_gpu else "VRAM over the run (no GPU in this run)")

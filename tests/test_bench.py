@@ -55,6 +55,7 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert m["rtf"] > 0 and m["fidelity"]["nan_count"] == 0
     assert set(m["fidelity"]) >= {"mel_rel_err", "snr_db", "nan_count"}
     assert m["soak"]["sentences"] == 2 and m["soak"]["nan_count"] == 0
+    assert len(report["series"]["eager-fp32"]["soak_reserved_gb"]) == 2
     assert (out / "cpu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
