@@ -93,6 +93,25 @@ def _is_out_of_memory(err: BaseException) -> bool:
     return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
 
 
+# Warm-up stages of a GPU backend (``accelerate``'s progress(done, total, what)) -> the load bar's range and label.
+# The first load also compiles kernels (tens of seconds): a bar that moves per captured graph shows it is alive.
+WARMUP_STAGES = {
+    "llm": (0.30, 0.45, "Compiling and capturing the speech LM"),
+    "flow": (0.45, 0.62, "Capturing the flow decoder"),
+    "vocoder": (0.62, 0.70, "Capturing the vocoder"),
+}
+
+
+def warmup_progress(progress: Progress) -> Callable[..., None]:
+    """Adapt ``progress(stage, fraction)`` to the backends' ``(done, total, what)`` warm-up callback."""
+
+    def report(done: int, total: int, what: str = "") -> None:
+        low, high, label = WARMUP_STAGES.get(what, (0.30, 0.70, what or "Warming up"))  # e.g. TensorRT builds
+        progress(f"{label} ({done}/{total})", low + (high - low) * done / max(total, 1))
+
+    return report
+
+
 class Synthesizer:
     """Loads one model folder and synthesises requests, streaming or not."""
 
@@ -120,7 +139,7 @@ class Synthesizer:
             from cosydesk.runtime.backends import accelerate
 
             progress(f"Preparing {self.backend} (warm-up captures every shape bucket)", 0.3)
-            model = accelerate(model, self.backend, progress=lambda *a: progress("Warming up", 0.5))
+            model = accelerate(model, self.backend, progress=warmup_progress(progress))
         self.model = model
         self.version = self.model.version
         self.sample_rate = self.model.sample_rate

@@ -189,3 +189,23 @@ def test_v3_japanese_notice_and_endofprompt(tiny_v3_dir):
     assert 151646 in inputs.prompt_text.flatten().tolist()
     audio = synth.synthesize(Request("你好，世界。", speaker="中文女", seed=2))
     assert audio.size > 0 and np.isfinite(audio).all()
+
+
+def test_warmup_progress_moves_the_load_bar_per_captured_graph():
+    """The GPU backends report (done, total, stage) per captured graph; the load bar must move monotonically
+    through its warm-up range with a readable label (the first load compiles for tens of seconds)."""
+    from cosydesk.runtime.synthesizer import warmup_progress
+
+    seen = []
+    report = warmup_progress(lambda stage, fraction: seen.append((stage, fraction)))
+    for what, total in (("llm", 7), ("flow", 34), ("vocoder", 27)):
+        for done in range(1, total + 1):
+            report(done, total, what)
+    fractions = [f for _, f in seen]
+    assert fractions == sorted(fractions) and 0.3 < fractions[0] and fractions[-1] == 0.7
+    assert seen[0][0] == "Compiling and capturing the speech LM (1/7)"
+    assert seen[-1][0] == "Capturing the vocoder (27/27)"
+    report(1, 2)  # an unnamed stage still reports
+    assert seen[-1] == ("Warming up (1/2)", 0.5)
+    report(3, 10, "building engine: tactics")  # TensorRT's free-text stages keep their words
+    assert seen[-1][0] == "building engine: tactics (3/10)"
