@@ -3,8 +3,9 @@
 Backends:
 - ``eager`` / ``eager-fp32``: the model's own modules in float32 (CPU or CUDA) — the reference.
 - ``eager-fp16``: the same modules cast to float16 (CUDA).
-- ``cudagraph``: float16 with the LLM decode step, the prefill buckets and the 10-step CFM solver captured as
-  CUDA graphs (``cosydesk.runtime.cudagraph``); norms / softmax / the CFM update accumulate in float32.
+- ``cudagraph``: float16 with the LLM decode step (compiled layer), the prefill buckets, the CFM Euler step per
+  frame bucket and v2's HiFT per streaming chunk shape captured as CUDA graphs (``cosydesk.runtime.cudagraph``);
+  norms / softmax / the CFM update accumulate in float32.
 - ``tensorrt``: float16 as eager-fp16, with the flow estimator run by TensorRT engines (built on first use and
   cached under the engines dir, ``cosydesk.runtime.tensorrt.torch_bridge``) and the LLM as in ``cudagraph``.
 

@@ -1,9 +1,10 @@
-"""The flow's 10-step CFM solver (estimator + CFG combine + Euler update) as one CUDA graph per length bucket.
+"""The flow's CFM solver (estimator + CFG combine + Euler update) as CUDA graphs: one Euler step per length bucket.
 
 ``GraphedSampler`` replaces ``flow.decoder`` (a ``FlowMatchingSampler``) on the backend's own copy of the flow:
 ``flow.inference`` calls it as ``decoder(z, mask, mu, spks, cond, streaming=...)`` and gets x at t=1.
 Requests are padded to the bucket with mask 0 and zero z/mu/cond; the estimator masks padded frames, and the
-causal (v2/v3) decoders never look right, so valid frames do not change (checked in tests and at warm-up).
+causal (v2/v3) decoders never look right and v1's GroupNorm is rewritten to masked statistics (``fuse.py``), so
+valid frames do not change (checked in tests).
 The Euler state stays float32 and the CFG combine is done in float32; the estimator runs in the model dtype.
 """
 

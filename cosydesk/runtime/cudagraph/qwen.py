@@ -2,8 +2,9 @@
 
 The decoder math is written out here on the module's own weights (so shapes stay static): RMSNorm with
 float32 statistics, rotary embedding computed in float32, grouped-query attention over the whole preallocated
-cache with a position mask (keys at positions <= the query's), SwiGLU MLP. One sequence at a time: the cache
-belongs to the object, a new ``prefill`` starts over.
+cache with a position mask (keys at positions <= the query's), SwiGLU MLP; q/k/v and gate/up as single GEMMs;
+the decode step's layer compiled (``compile.py``). The text-embedding table stays in host memory. One sequence
+at a time: the cache belongs to the object, a new ``prefill`` starts over.
 
 Prefill pads the prompt up to a bucket; the padded query rows write junk K/V at positions P..bucket-1, which
 is harmless: every later query at position p first overwrites position p and only reads keys <= p.
