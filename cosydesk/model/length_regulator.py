@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cosydesk.model.norms import Fp32GroupNorm
+
 # The v1 streaming overlap (tokens) that gets its own interpolation at both ends of a long chunk.
 EDGE_TOKENS = 20
 MIN_TOKENS_FOR_EDGES = 2 * EDGE_TOKENS
@@ -43,7 +45,7 @@ class InterpolateRegulator(nn.Module):
         super().__init__()
         layers: list[nn.Module] = []
         for _ in sampling_ratios:
-            layers += [nn.Conv1d(channels, channels, 3, 1, 1), nn.GroupNorm(groups, channels), nn.Mish()]
+            layers += [nn.Conv1d(channels, channels, 3, 1, 1), Fp32GroupNorm(groups, channels), nn.Mish()]
         layers.append(nn.Conv1d(channels, out_channels or channels, 1, 1))
         self.model = nn.Sequential(*layers)
 
@@ -57,15 +59,8 @@ class InterpolateRegulator(nn.Module):
         )
 
     def _refine(self, x_channels_first: torch.Tensor) -> torch.Tensor:
-        # GroupNorm statistics in float32 (a half-precision variance over hundreds of frames can overflow).
-        hidden = x_channels_first
-        for layer in self.model:
-            if isinstance(layer, nn.GroupNorm):
-                hidden = F.group_norm(hidden.float(), layer.num_groups, layer.weight.float(), layer.bias.float(),
-                                      layer.eps).to(x_channels_first.dtype)
-            else:
-                hidden = layer(hidden)
-        return hidden.transpose(1, 2)
+        """Conv refiner on [B, C, T]; returns [B, T, C] (GroupNorm statistics in float32: ``Fp32GroupNorm``)."""
+        return self.model(x_channels_first).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, ylens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Batch form: x [B, T, C] stretched to max(ylens) frames, frames beyond each ylens zeroed."""

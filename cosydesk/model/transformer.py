@@ -27,6 +27,7 @@ from torch import nn
 
 from cosydesk.model.attention import RelPositionMultiHeadedAttention
 from cosydesk.model.config import ConfigError, Node
+from cosydesk.model.norms import Fp32LayerNorm
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 
 __all__ = [
@@ -74,17 +75,6 @@ def attention_mask(pad_mask: torch.Tensor, chunk_size: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------- pieces
-
-
-class Fp32LayerNorm(nn.LayerNorm):
-    """nn.LayerNorm (same keys) whose statistics are computed in float32 whatever the input dtype."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == torch.float32:
-            return super().forward(x)
-        weight = None if self.weight is None else self.weight.float()
-        bias = None if self.bias is None else self.bias.float()
-        return F.layer_norm(x.float(), self.normalized_shape, weight, bias, self.eps).to(x.dtype)
 
 
 _ACTIVATIONS = {"swish": nn.SiLU, "silu": nn.SiLU, "relu": nn.ReLU, "gelu": nn.GELU}

@@ -25,27 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cosydesk.model.norms import Fp32GroupNorm, Fp32LayerNorm
+
 # ----------------------------------------------------------------------------------------------------------------
 # Small numeric building blocks
 # ----------------------------------------------------------------------------------------------------------------
-
-
-class Fp32GroupNorm(nn.GroupNorm):
-    """GroupNorm whose statistics are always taken in float32 (fp16 variance over many frames can overflow)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        weight = self.weight.float() if self.weight is not None else None
-        bias = self.bias.float() if self.bias is not None else None
-        return F.group_norm(x.float(), self.num_groups, weight, bias, self.eps).to(x.dtype)
-
-
-class Fp32LayerNorm(nn.LayerNorm):
-    """LayerNorm over the last axis, statistics in float32."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        weight = self.weight.float() if self.weight is not None else None
-        bias = self.bias.float() if self.bias is not None else None
-        return F.layer_norm(x.float(), self.normalized_shape, weight, bias, self.eps).to(x.dtype)
 
 
 class SwapTimeAndChannels(nn.Module):
