@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cosydesk.model import sampling
 from cosydesk.model.config import ConfigError, Node
 from cosydesk.model.transformer import ConformerEncoder, EncoderKVCache, TransformerEncoder
 
@@ -46,8 +47,6 @@ class TransformerLM(nn.Module):
 
     sos_row = 0
     task_id_row = 1
-    min_token_text_ratio = 2
-    max_token_text_ratio = 20
 
     def __init__(
         self,
@@ -190,17 +189,4 @@ class TransformerLM(nn.Module):
     ) -> list[int]:
         """First ``n`` argmax tokens as the official loop yields them: eos masked during the first
         min_len = 2 * len(text) steps (target text only), generation ends at eos (not yielded)."""
-        min_len = self.min_token_text_ratio * _as_ids(text, self._device()).size(1)
-        logits, state = self.prefill(text, prompt_text, prompt_speech_token, embedding, n)
-        out: list[int] = []
-        while len(out) < n:
-            if len(out) < min_len:
-                logits = logits.clone()
-                logits[list(self.min_len_masked_ids)] = -float("inf")
-            token = int(torch.argmax(logits))
-            if token in self.stop_ids:
-                break
-            out.append(token)
-            if len(out) < n:
-                logits, state = self.decode_step(torch.tensor(token), state)
-        return out
+        return sampling.greedy_tokens(self, text, prompt_text, prompt_speech_token, embedding, n)
