@@ -29,15 +29,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cosydesk.model.cfm import FIXED_NOISE_FRAMES, FlowMatchingSampler, fixed_start_noise
+from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.length_regulator import InterpolateRegulator, frames_for_tokens
 from cosydesk.model.unet import build_estimator
 
 MEL_CHANNELS = 80
 # v1 streaming: the chunk overlap (20 tokens at 50 Hz) is 34 mel frames; the cache keeps that many tail frames.
 V1_OVERLAP_FRAMES = 34
-# v2: size and seed of the fixed noise table (300 s of 50 Hz frames).
-V2_NOISE_FRAMES = FIXED_NOISE_FRAMES
 
 
 @dataclass
@@ -129,6 +127,17 @@ def prompt_conditioning(mu_frames_last: torch.Tensor, spks: torch.Tensor, prompt
         mask=mask,
         prompt_frames=prompt_frames,
     )
+
+
+def start_noise(table: torch.Tensor, noise: torch.Tensor | None, mu: torch.Tensor) -> torch.Tensor:
+    """The CFM's starting z for ``mu`` [1, 80, T]: the first T frames of the fixed noise ``table`` (v2/v3), or of
+    ``noise`` when given (tests), on mu's device and dtype."""
+    frames = mu.shape[2]
+    source = table if noise is None else noise
+    if source.shape[2] < frames:
+        where = f"the {source.shape[2]}-frame noise table" if noise is None else f"the given {source.shape[2]}-frame noise"
+        raise ValueError(f"utterance of {frames} mel frames exceeds {where}")
+    return source[:, :, :frames].to(device=mu.device, dtype=mu.dtype)
 
 
 def project_speaker(layer: nn.Linear, embedding: torch.Tensor) -> torch.Tensor:
@@ -342,10 +351,7 @@ class CausalMaskedDiffWithXvec(_TokenFlowBase):
         ``generator`` are unused in v2 (accepted for a uniform interface)."""
         c = self.condition(token, token_len, prompt_token, prompt_token_len, prompt_feat, prompt_feat_len, embedding,
                            streaming=streaming, finalize=finalize)
-        frames = c.mu.shape[2]
-        if frames > V2_NOISE_FRAMES:
-            raise ValueError(f"utterance of {frames} mel frames exceeds the {V2_NOISE_FRAMES}-frame noise table")
-        z = (self.rand_noise[:, :, :frames] if noise is None else noise).to(device=c.mu.device, dtype=c.mu.dtype)
+        z = start_noise(self.rand_noise, noise, c.mu)
         mel = self.decoder(z, c.mask, c.mu, c.spks, c.cond, streaming=streaming)
         return mel[:, :, c.prompt_frames :].float()
 

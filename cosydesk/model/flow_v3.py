@@ -24,7 +24,7 @@ from torch import nn
 from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.config import Node
 from cosydesk.model.dit import DiT
-from cosydesk.model.flow import project_speaker, prompt_conditioning
+from cosydesk.model.flow import project_speaker, prompt_conditioning, start_noise
 from cosydesk.model.transformer import PreLookaheadLayer
 
 
@@ -152,11 +152,7 @@ class CausalMaskedDiffWithDiT(nn.Module):
         mu, mask, spks, cond = self.decoder_inputs(
             token, token_len, prompt_token, prompt_token_len, prompt_feat, embedding, finalize=finalize
         )
-        frames = mu.shape[2]
-        start = self.rand_noise if noise is None else noise
-        if start.shape[2] < frames:
-            raise ValueError(f"noise has {start.shape[2]} frames, {frames} are needed")
-        z = start[:, :, :frames].to(device=mu.device, dtype=mu.dtype)
+        z = start_noise(self.rand_noise, noise, mu)
         mel = self.decoder(z, mask, mu, spks, cond, streaming=streaming)
         return mel[:, :, prompt_feat.shape[1]:].float()
 

@@ -208,3 +208,19 @@ def test_build_flow_dispatches_v3():
 
     flow = build_flow(read_yaml(fixture_dir("v3") / "model" / "cosyvoice3.yaml")["flow"])
     assert isinstance(flow, CausalMaskedDiffWithDiT)
+
+
+def test_start_noise_window_and_errors():
+    """v2 and v3 share the starting-noise window: the first T frames, on mu's device/dtype, or a clear error."""
+    from cosydesk.model.flow import start_noise
+
+    table = torch.arange(2 * 80 * 10, dtype=torch.float32).reshape(2, 80, 10)[:1]
+    mu = torch.zeros(1, 80, 6, dtype=torch.float64)
+    z = start_noise(table, None, mu)
+    assert z.dtype == torch.float64 and torch.equal(z, table[:, :, :6].double())
+    given = torch.ones(1, 80, 8)
+    assert torch.equal(start_noise(table, given, mu), torch.ones(1, 80, 6, dtype=torch.float64))
+    with pytest.raises(ValueError, match="exceeds the 10-frame noise table"):
+        start_noise(table, None, torch.zeros(1, 80, 11))
+    with pytest.raises(ValueError, match="exceeds the given 8-frame noise"):
+        start_noise(table, given, torch.zeros(1, 80, 9))
