@@ -11,10 +11,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 
 from cosydesk.model.unet import ConvNormMish, Fp32GroupNorm, SelfAttention
+
+
+def concat_parameters(parameters: Sequence[torch.Tensor]) -> torch.Tensor:
+    """One tensor of ``parameters`` stacked along dim 0; each parameter's data is re-pointed at its slice, so
+    the weights exist once and the original modules keep working."""
+    fused = torch.cat([p.data for p in parameters], dim=0)
+    start = 0
+    for p in parameters:
+        rows = p.shape[0]
+        p.data = fused[start:start + rows]
+        start += rows
+    return fused
 
 
 class FusedSelfAttention(SelfAttention):
@@ -40,13 +54,7 @@ def fuse_estimator_attention(root: torch.nn.Module) -> int:
         projections = (module.to_q, module.to_k, module.to_v)
         if any(p.bias is not None for p in projections):
             continue
-        w_qkv = torch.cat([p.weight.data for p in projections], dim=0)
-        start = 0
-        for p in projections:
-            rows = p.weight.shape[0]
-            p.weight.data = w_qkv[start:start + rows]
-            start += rows
-        module.w_qkv = w_qkv  # plain attribute: not a parameter, not saved, moves with nothing
+        module.w_qkv = concat_parameters([p.weight for p in projections])  # plain attribute: not saved
         module.__class__ = FusedSelfAttention
         count += 1
     return count

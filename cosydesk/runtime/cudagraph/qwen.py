@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.compile import compiled
+from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.streams import side_stream
 
 
@@ -60,16 +61,9 @@ def fuse_layer(layer) -> LayerWeights:
     at slices of the fused tensors, so the weights exist once in memory and the module still works."""
     attn, mlp = layer.self_attn, layer.mlp
     projections = (attn.q_proj, attn.k_proj, attn.v_proj)
-    w_qkv = torch.cat([p.weight.data for p in projections], dim=0)
-    b_qkv = torch.cat([p.bias.data for p in projections], dim=0)
-    w_gate_up = torch.cat([mlp.gate_proj.weight.data, mlp.up_proj.weight.data], dim=0)
-    start = 0
-    for p in projections:
-        rows = p.weight.shape[0]
-        p.weight.data, p.bias.data = w_qkv[start:start + rows], b_qkv[start:start + rows]
-        start += rows
-    inter = mlp.gate_proj.weight.shape[0]
-    mlp.gate_proj.weight.data, mlp.up_proj.weight.data = w_gate_up[:inter], w_gate_up[inter:]
+    w_qkv = concat_parameters([p.weight for p in projections])
+    b_qkv = concat_parameters([p.bias for p in projections])
+    w_gate_up = concat_parameters([mlp.gate_proj.weight, mlp.up_proj.weight])
     return LayerWeights(layer.input_layernorm.weight, w_qkv, b_qkv, attn.o_proj.weight, layer.post_attention_layernorm.weight,
                         w_gate_up, mlp.down_proj.weight, float(layer.input_layernorm.variance_epsilon))
 
