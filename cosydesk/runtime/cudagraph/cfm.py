@@ -18,21 +18,27 @@ from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded
 from cosydesk.runtime.cudagraph.streams import side_stream
 
 
+def guided_increment(sampler, x, mask2, mu2, t2, spks2, cond2, dt, streaming: bool) -> torch.Tensor:
+    """One Euler increment dt * CFG velocity, in float32, for the float32 state x [1,80,T]. The estimator runs on
+    the CFG batch (row 0 conditioned, row 1 with zero mu/spks/cond) in mu2's dtype."""
+    cfg = sampler.inference_cfg_rate
+    both = sampler.estimator(x.to(mu2.dtype).expand(2, -1, -1), mask2, mu2, t2, spks2, cond2,
+                             streaming=streaming).float()
+    return dt * ((1.0 + cfg) * both[:1] - cfg * both[1:])
+
+
 def solve_cfm(sampler, z, mask, mu, spks, cond, streaming: bool, grid: torch.Tensor) -> torch.Tensor:
     """Euler + CFG like FlowMatchingSampler, with the state and the guidance combine in float32 -> [1,80,T] f32."""
-    dtype = mu.dtype
     zeros = torch.zeros_like(mu)
     mask_in = torch.cat([mask, mask], dim=0)
     mu_in = torch.cat([mu, zeros], dim=0)
     spks_in = torch.cat([spks, torch.zeros_like(spks)], dim=0)
     cond_in = torch.cat([cond, zeros], dim=0)
-    cfg = sampler.inference_cfg_rate
     x = z.float()
     for step in range(sampler.n_steps):
-        t_in = grid[step].reshape(1).expand(2).to(dtype)
-        x_in = x.to(dtype).expand(2, -1, -1)
-        both = sampler.estimator(x_in, mask_in, mu_in, t_in, spks_in, cond_in, streaming=streaming).float()
-        x = x + (grid[step + 1] - grid[step]) * ((1.0 + cfg) * both[:1] - cfg * both[1:])
+        t_in = grid[step].reshape(1).expand(2).to(mu.dtype)
+        x = x + guided_increment(sampler, x, mask_in, mu_in, t_in, spks_in, cond_in, grid[step + 1] - grid[step],
+                                 streaming)
     return x
 
 
@@ -76,11 +82,8 @@ class GraphedSampler(nn.Module):
     def _step(self, bucket: int, streaming: bool) -> None:
         """x += dt * CFG(estimator(x, t)) on the bucket's static buffers (row 1 of mu/spks/cond stays zero)."""
         b = self.bufs[bucket]
-        cfg = self.sampler.inference_cfg_rate
-        x = b["x"]
-        both = self.sampler.estimator(x.to(self.dtype).expand(2, -1, -1), b["mask"], b["mu"], self.t, b["spks"],
-                                      b["cond"], streaming=streaming).float()
-        x.add_(self.dt * ((1.0 + cfg) * both[:1] - cfg * both[1:]))
+        b["x"].add_(guided_increment(self.sampler, b["x"], b["mask"], b["mu"], self.t, b["spks"], b["cond"], self.dt,
+                                     streaming))
 
     def _set_time(self, step: int) -> None:
         self.t.copy_(self.grid[step].expand(2))
