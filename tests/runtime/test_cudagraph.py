@@ -349,3 +349,58 @@ def test_graphed_hift_and_cfm_steps_match_their_eager_math(tiny_v2_model):
         from torch._dynamo.utils import counters
 
         assert counters["stats"]["unique_graphs"] > 0
+
+
+def test_capture_graphs_warms_up_then_captures_each_job(monkeypatch):
+    """The one capture routine of the backend (LLM, CFM steps, HiFT), with torch.cuda faked so it runs on CI:
+    every job is warmed up the asked number of rounds before any capture, each job gets its own graph, a
+    failed capture is recorded (or raised without an errors list), progress follows the captured graphs."""
+    import contextlib
+
+    from cosydesk.runtime.cudagraph import capture
+
+    events = []
+    capturing = {"on": False}
+
+    class FakeStream:
+        def wait_stream(self, other):
+            events.append("wait")
+
+    class FakeGraph:
+        pass
+
+    @contextlib.contextmanager
+    def fake_graph(graph, pool=None):
+        capturing["on"] = True
+        try:
+            yield
+        finally:
+            capturing["on"] = False
+
+    monkeypatch.setattr(capture, "side_stream", lambda device: FakeStream())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: FakeStream())
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", fake_graph)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: events.append("sync"))
+
+    def job(name, fail=False):
+        def body():
+            events.append(("capture" if capturing["on"] else "warm", name))
+            if fail and capturing["on"]:
+                raise RuntimeError("operation not permitted when stream is capturing")
+        return body
+
+    progress = []
+    errors: list[str] = []
+    jobs = [("a", job("a")), ("b", job("b", fail=True)), ("c", job("c"))]
+    graphs = capture.capture_graphs(jobs, torch.device("cpu"), progress=lambda *a: progress.append(a), what="flow",
+                                    warmup_rounds=2, errors=errors)
+    calls = [e for e in events if isinstance(e, tuple)]
+    assert calls[:6] == [("warm", n) for n in "abcabc"]
+    assert calls[6:] == [("capture", n) for n in "abc"]
+    assert set(graphs) == {"a", "c"} and all(isinstance(g, FakeGraph) for g in graphs.values())
+    assert len(errors) == 1 and errors[0].startswith("b: RuntimeError") and "sync" in events
+    assert progress == [(1, 3, "flow"), (3, 3, "flow")]
+    with pytest.raises(RuntimeError):
+        capture.capture_graphs(jobs, torch.device("cpu"))

@@ -10,12 +10,14 @@ The Euler state stays float32 and the CFG combine is done in float32; the estima
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
 from cosydesk.model.cfm import cosine_time_grid
 from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded
-from cosydesk.runtime.cudagraph.streams import side_stream
+from cosydesk.runtime.cudagraph.capture import capture_graphs
 
 
 def guided_increment(sampler, x, mask2, mu2, t2, spks2, cond2, dt, streaming: bool) -> torch.Tensor:
@@ -90,30 +92,14 @@ class GraphedSampler(nn.Module):
         self.dt.copy_(self.grid[step + 1] - self.grid[step])
 
     def capture(self, pool=None, progress=None) -> None:
-        jobs = [(b, s) for b in self.buckets for s in self.streaming_modes]
-        side = side_stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.inference_mode():
             for bucket in self.buckets:  # realistic values while warming kernels up (and compiling blocks)
                 self.bufs[bucket]["mask"].fill_(1.0)
                 self.bufs[bucket]["x"].normal_()
-            with torch.cuda.stream(side):
-                self._set_time(0)
-                for bucket, streaming in jobs:
-                    self._step(bucket, streaming)
-            torch.cuda.current_stream(self.device).wait_stream(side)
-            for done, (bucket, streaming) in enumerate(jobs, 1):
-                graph = torch.cuda.CUDAGraph()
-                try:
-                    with torch.cuda.graph(graph, pool=pool):
-                        self._step(bucket, streaming)
-                except Exception as err:  # noqa: BLE001 - an uncapturable estimator falls back to eager
-                    self.capture_errors.append(f"{bucket}/{streaming}: {type(err).__name__}: {err}"[:300])
-                    torch.cuda.synchronize()
-                    continue
-                self.graphs[(bucket, streaming)] = graph
-                if progress:
-                    progress(done, len(jobs), "flow")
+            self._set_time(0)
+        jobs = [((b, s), functools.partial(self._step, b, s)) for b in self.buckets for s in self.streaming_modes]
+        # an uncapturable estimator is recorded in capture_errors and runs eagerly
+        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "flow", errors=self.capture_errors))
 
     def forward(self, z, mask, mu, spks, cond, streaming: bool = False) -> torch.Tensor:
         frames = z.shape[2]

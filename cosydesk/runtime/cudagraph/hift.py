@@ -11,9 +11,11 @@ Random source draws are written in place into the graph's static draw buffers (n
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
-from cosydesk.runtime.cudagraph.streams import side_stream
+from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.schedule import CausalChunkSchedule
 
 V2_MEL_CACHE, V2_SOURCE_CACHE, V2_TOKEN_MEL_RATIO = 8, 8 * 480, 2
@@ -40,34 +42,19 @@ class GraphedHift:
         param = next(self.hift.parameters())
         self.device, self.dtype = param.device, param.dtype
         self.bufs: dict[tuple[int, int], dict] = {}
-        self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
         self.eager_calls = 0
         for frames, cache in shapes:
             mel = torch.zeros(1, 80, frames, device=self.device, dtype=self.dtype)
             self.bufs[(frames, cache)] = {"mel": mel, "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
                                           "draws": self.hift.zero_draws(mel)}
-        self._capture(pool, progress)
+        # warm-up outside capture builds the cuDNN / cuFFT plans
+        jobs = [(key, functools.partial(self._body, key)) for key in self.bufs]
+        self.graphs = capture_graphs(jobs, self.device, pool, progress, "vocoder")
 
     def _body(self, key) -> None:
         b = self.bufs[key]
         cache = b["cache"] if key[1] else None
         b["speech"], b["source"] = self.hift(b["mel"], b["draws"], cache)
-
-    @torch.inference_mode()
-    def _capture(self, pool, progress) -> None:
-        side = side_stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for key in self.bufs:  # warm-up outside capture: cuDNN / cuFFT plans
-                self._body(key)
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        for done, key in enumerate(self.bufs, 1):
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
-                self._body(key)
-            self.graphs[key] = graph
-            if progress:
-                progress(done, len(self.bufs), "vocoder")
 
     @torch.inference_mode()
     def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):

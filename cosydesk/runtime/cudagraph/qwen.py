@@ -13,15 +13,16 @@ Logits returned by ``prefill`` / ``decode_step`` live in static buffers, valid u
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from cosydesk.runtime.cudagraph.buckets import bucket_for
+from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
-from cosydesk.runtime.cudagraph.streams import side_stream
 
 
 @dataclass
@@ -180,22 +181,10 @@ class StaticQwenLM:
 
     # --- capture ---------------------------------------------------------------------------------------
     def capture(self, pool=None, progress=None) -> None:
-        jobs = [("decode", self._decode_body)] + [(f"prefill{b}", (lambda b=b: self._prefill_body(b)))
+        jobs = [("decode", self._decode_body)] + [(f"prefill{b}", functools.partial(self._prefill_body, b))
                                                   for b in self.prefill_buckets]
-        side = side_stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.inference_mode(), torch.cuda.stream(side):
-            for _ in range(2):  # warm-up outside capture: cuBLAS handles, SDPA kernel choice
-                for _, body in jobs:
-                    body()
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        for done, (name, body) in enumerate(jobs, 1):
-            graph = torch.cuda.CUDAGraph()
-            with torch.inference_mode(), torch.cuda.graph(graph, pool=pool):
-                body()
-            self.graphs[name] = graph
-            if progress:
-                progress(done, len(jobs), "llm")
+        # two warm-up rounds: cuBLAS handles, SDPA kernel choice, the compiled layer
+        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
         self.k_cache.zero_()
         self.v_cache.zero_()
 
