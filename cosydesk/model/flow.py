@@ -64,6 +64,21 @@ def _build_encoder(node: Any) -> nn.Module:
     return getattr(transformer, node.class_name).from_config(node)
 
 
+def _base_kwargs(node: Any, vocab_size: int, input_frame_rate: float) -> dict[str, Any]:
+    """The constructor arguments v1 and v2 flows read the same way (defaults: the release's per version)."""
+    return dict(
+        encoder=_build_encoder(node["encoder"]),
+        estimator=build_estimator(node["decoder"]["estimator"]),
+        input_size=node.get("input_size", 512),
+        output_size=node.get("output_size", 80),
+        spk_embed_dim=node.get("spk_embed_dim", 192),
+        vocab_size=node.get("vocab_size", vocab_size),
+        input_frame_rate=node.get("input_frame_rate", input_frame_rate),
+        inference_cfg_rate=_cfg_rate(node["decoder"]),
+        encoder_output_size=node["encoder"].get("output_size", 256),
+    )
+
+
 def _length(value: torch.Tensor | int) -> int:
     return int(value.reshape(-1)[0]) if isinstance(value, torch.Tensor) else int(value)
 
@@ -172,20 +187,11 @@ class MaskedDiffWithXvec(_TokenFlowBase):
 
     @classmethod
     def from_config(cls, node: Any, sample_rate: int = 22050, hop: int = 256) -> "MaskedDiffWithXvec":
-        encoder_node = node["encoder"]
         return cls(
-            encoder=_build_encoder(encoder_node),
             length_regulator=InterpolateRegulator.from_config(node["length_regulator"]),
-            estimator=build_estimator(node["decoder"]["estimator"]),
-            input_size=node.get("input_size", 512),
-            output_size=node.get("output_size", 80),
-            spk_embed_dim=node.get("spk_embed_dim", 192),
-            vocab_size=node.get("vocab_size", 4096),
-            input_frame_rate=node.get("input_frame_rate", 50),
-            inference_cfg_rate=_cfg_rate(node["decoder"]),
-            encoder_output_size=encoder_node.get("output_size", 256),
             sample_rate=sample_rate,
             hop=hop,
+            **_base_kwargs(node, vocab_size=4096, input_frame_rate=50),
         )
 
     def condition(
@@ -291,19 +297,10 @@ class CausalMaskedDiffWithXvec(_TokenFlowBase):
 
     @classmethod
     def from_config(cls, node: Any) -> "CausalMaskedDiffWithXvec":
-        encoder_node = node["encoder"]
         return cls(
-            encoder=_build_encoder(encoder_node),
-            estimator=build_estimator(node["decoder"]["estimator"]),
-            input_size=node.get("input_size", 512),
-            output_size=node.get("output_size", 80),
-            spk_embed_dim=node.get("spk_embed_dim", 192),
-            vocab_size=node.get("vocab_size", 6561),
-            input_frame_rate=node.get("input_frame_rate", 25),
-            inference_cfg_rate=_cfg_rate(node["decoder"]),
-            encoder_output_size=encoder_node.get("output_size", 256),
             token_mel_ratio=node.get("token_mel_ratio", 2),
             pre_lookahead_len=node.get("pre_lookahead_len", 3),
+            **_base_kwargs(node, vocab_size=6561, input_frame_rate=25),
         )
 
     def condition(
