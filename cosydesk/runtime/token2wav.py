@@ -26,6 +26,12 @@ from cosydesk.model.hift_stream import CausalHiFTStream
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
 
 
+# v2/v3 HiFT streaming cache: the last 8 mel frames are vocoded again with the next chunk, reusing the last
+# 8 * 480 source samples (the cudagraph backend captures HiFT for exactly these chunk shapes).
+V2_MEL_CACHE_FRAMES = 8
+V2_SOURCE_CACHE_SAMPLES = 8 * 480
+
+
 def _hamming(length: int) -> torch.Tensor:
     return torch.from_numpy(np.hamming(length))  # float64, as the official numpy window
 
@@ -70,7 +76,7 @@ class Token2Wav:
             self.flow_cache = torch.zeros(1, 80, 0, 2, device=device, dtype=model.dtype)
             self.mel_overlap = torch.zeros(1, 80, 0, device=device, dtype=model.dtype)
         else:
-            self.mel_cache_len, self.source_cache_len = 8, 8 * 480
+            self.mel_cache_len, self.source_cache_len = V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES
         self.speech_window = _hamming(2 * self.source_cache_len) if self.version != "v3" else None
         self.hift_cache: dict[str, torch.Tensor] | None = None
         self.v3_stream: CausalHiFTStream | None = None  # v3 vocoder state (bounded-work streaming)

@@ -17,8 +17,9 @@ import torch
 
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.schedule import CausalChunkSchedule
+from cosydesk.runtime.token2wav import V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES
 
-V2_MEL_CACHE, V2_SOURCE_CACHE, V2_TOKEN_MEL_RATIO = 8, 8 * 480, 2
+V2_TOKEN_MEL_RATIO = 2
 
 
 def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) -> list[tuple[int, int]]:
@@ -29,7 +30,7 @@ def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int =
         for index in range(calls_per_sentence):
             call = schedule.next_call(available=10**6, done=False)
             frames = (call.end - schedule.lookahead - call.token_offset) * V2_TOKEN_MEL_RATIO
-            shapes.add((frames, 0) if index == 0 else (frames + V2_MEL_CACHE, V2_SOURCE_CACHE))
+            shapes.add((frames, 0) if index == 0 else (frames + V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES))
     return sorted(shapes)
 
 
