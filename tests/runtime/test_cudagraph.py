@@ -118,6 +118,56 @@ def test_static_qwen_bucket_padding_junk_is_harmless_cpu(tiny_v2_model):
         assert torch.allclose(ours, ref_logits, atol=1e-4, rtol=1e-4)
 
 
+def test_decode_layer_gemv_form_matches_gemm_and_sdpa_cpu():
+    """The compiled decode layer's multiply + reduce projections and attention equal F.linear + SDPA (GQA)."""
+    from cosydesk.runtime.cudagraph.qwen import decoder_layer
+
+    g = torch.Generator().manual_seed(3)
+    hidden, heads, kv_heads, head_dim, inter, max_len = 64, 4, 2, 16, 96, 24
+    r = lambda *s: torch.randn(*s, generator=g) * 0.2  # noqa: E731
+    weights = (1 + r(hidden), r(hidden + 2 * kv_heads * head_dim, hidden), r(hidden + 2 * kv_heads * head_dim),
+               r(hidden, hidden), 1 + r(hidden), r(2 * inter, hidden), r(hidden, inter))
+    position = torch.tensor([9])
+    angles = position.float()[:, None] * torch.rand(head_dim // 2, generator=g)
+    cos = torch.cat([angles.cos()] * 2, -1).view(1, 1, 1, head_dim)
+    sin = torch.cat([angles.sin()] * 2, -1).view(1, 1, 1, head_dim)
+    mask = (torch.arange(max_len) <= position).view(1, 1, 1, max_len)
+    x = r(1, 1, hidden)
+    caches = [r(1, kv_heads, max_len, head_dim) for _ in range(2)]
+    out = {}
+    for gemv in (False, True):
+        k, v = (c.clone() for c in caches)
+        out[gemv] = decoder_layer(x, *weights, 1e-6, k, v, cos, sin, position, mask, heads, kv_heads, gemv=gemv)
+        out[gemv, "k"] = k
+    torch.testing.assert_close(out[True], out[False], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out[True, "k"], out[False, "k"])
+
+
+@pytest.mark.parametrize("streaming,finalize", [(True, False), (False, True), (True, True), (False, False)])
+def test_graphed_encoder_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming, finalize):
+    """The bucketed encoder body (what the graphs capture) equals the plain encoder on the valid frames: look-ahead
+    rows, zero padding after the input embedding, masks and relative positions of a longer bucket."""
+    from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
+
+    flow = tiny_v2_model.flow
+    encoder = flow.encoder
+    graphed = GraphedEncoder(encoder, [16, 48])
+    g = torch.Generator().manual_seed(1)
+    for total in (11, 30, 60):  # bucket 16 with 2-5 padded rows, bucket 48, longer than every bucket
+        ids = torch.randint(0, 6561, (1, total), generator=g)
+        tokens = flow.embed_tokens(ids[:, :4], ids[:, 4:])
+        context = None
+        if not finalize:
+            tokens, context = tokens[:, :-3], tokens[:, -3:]
+        lengths = torch.tensor([tokens.shape[1]], dtype=torch.int32)
+        with torch.inference_mode():
+            ref, _ = encoder(tokens, lengths, context=context, streaming=streaming)
+            ours, mask = graphed(tokens, lengths, context=context, streaming=streaming)
+        assert ours.shape == ref.shape and mask.shape == (1, 1, ref.shape[1])
+        torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-5)
+    assert graphed.eager_calls == 3  # no graphs on CPU: two bucket bodies, one plain call
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 def test_cfm_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming):
     from cosydesk.model.cfm import cosine_time_grid

@@ -4,8 +4,8 @@ Graph pools: one for the LLM graphs, one for the flow + vocoder graphs (they run
 v2/v3: the LLM is ``StaticQwenLM`` (decode step with a compiled layer + prefill buckets captured). v1's
 wenet-style LLM stays eager float16 (not captured yet). All versions: the estimator's blocks are compiled
 (``compile.py``) and one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``). v2: HiFT is
-captured for every non-final streaming chunk shape (``GraphedHift``). The flow encoder, v1's HiFT and v3's
-causal HiFT stream run eager.
+captured for every non-final streaming chunk shape (``GraphedHift``) and the flow encoder per token bucket
+(``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ import torch
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
+from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
 from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 
 FLOW_BUCKET_STEP = 32
+ENCODER_BUCKET_STEP = 32  # tokens; the encoder is launch-bound, so coarse buckets cost little and save graphs
 FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
 
 
@@ -34,11 +36,16 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
     if model.version in ("v2", "v3"):
         llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress)
     flow = model.flow
+    max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
+    if type(flow.encoder).__name__ == "UpsampleConformerEncoder":  # v2 (v1's encoder is not causal; v3 has none)
+        tokens = max_frames // flow.encoder.up_stride
+        flow.encoder = GraphedEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
+        flow.encoder.capture(pool=flow_pool, progress=progress)
     sampler = flow.decoder
     fuse_estimator_attention(sampler.estimator)
     mask_group_norms(sampler.estimator)  # v1: padding to a bucket must not move GroupNorm statistics
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
-    buckets = make_buckets(flow_max_frames or FLOW_MAX_FRAMES[model.version], FLOW_BUCKET_STEP, start=64)
+    buckets = make_buckets(max_frames, FLOW_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
     graphed = GraphedSampler(sampler, buckets, modes)
     graphed.capture(pool=flow_pool, progress=progress)

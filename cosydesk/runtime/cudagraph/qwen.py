@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compiled
+from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 
 
@@ -69,27 +69,62 @@ def fuse_layer(layer) -> LayerWeights:
                         w_gate_up, mlp.down_proj.weight, float(layer.input_layernorm.variance_epsilon))
 
 
+def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, gemv: bool) -> torch.Tensor:
+    """x @ weight.T + bias. ``gemv`` (one row, compiled decode only): written as multiply + reduce over the
+    input features, which Inductor emits as one bandwidth-bound kernel spread over every output row (the GEMM
+    library's tiles leave most SMs idle for a single row) and can fuse with what comes before and after.
+    Accumulates in float32, like the GEMM."""
+    if not gemv:
+        return F.linear(x, weight, bias)
+    out = (x.float().unsqueeze(-2) * weight.float()).sum(-1)
+    if bias is not None:
+        out = out + bias.float()
+    return out.to(x.dtype)
+
+
+def _attend_one(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Grouped-query attention of one query row q [1, heads, 1, d] over the cache [1, kv_heads, L, d] under
+    ``mask`` [1, 1, 1, L], as plain reductions in float32 (compiled decode only) -> [1, heads, 1, d]."""
+    _, heads, _, head_dim = q.shape
+    kv_heads, length = k_cache.shape[1], k_cache.shape[2]
+    q = q.reshape(kv_heads, heads // kv_heads, 1, head_dim).float()
+    scores = (q * k_cache[0].float().unsqueeze(1)).sum(-1) * head_dim ** -0.5  # [kv, group, L]
+    scores = scores.masked_fill(~mask.view(1, 1, length), float("-inf"))
+    weights = scores.softmax(-1).unsqueeze(-1)  # [kv, group, L, 1]
+    out = (weights * v_cache[0].float().unsqueeze(1)).sum(2)  # [kv, group, d]
+    return out.reshape(1, heads, 1, head_dim).to(v_cache.dtype)
+
+
 def decoder_layer(x: torch.Tensor, ln1: torch.Tensor, w_qkv: torch.Tensor, b_qkv: torch.Tensor, w_o: torch.Tensor,
                   ln2: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, eps: float, k_cache: torch.Tensor,
                   v_cache: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
-                  mask: torch.Tensor, heads: int, kv_heads: int) -> torch.Tensor:
+                  mask: torch.Tensor, heads: int, kv_heads: int, gemv: bool = False) -> torch.Tensor:
     """One Qwen2 decoder layer on x [1, q, H] at ``positions`` [q]; writes K/V of those positions into the layer's
     cache [1, kv_heads, max_len, head_dim] and attends over the whole cache under ``mask`` [1, 1, q, max_len].
-    Plain tensors in, no objects: one compiled entry then serves every layer (guards see only shapes)."""
+    Plain tensors in, no objects: one compiled entry then serves every layer (guards see only shapes).
+    ``gemv`` (q = 1 only): projections and attention as multiply + reduce (see ``_linear``)."""
     q_len = x.shape[1]
     head_dim = k_cache.shape[-1]
     h = _rms(x, ln1, eps)
-    qkv = F.linear(h, w_qkv, b_qkv)
+    qkv = _linear(h, w_qkv, b_qkv, gemv)
     q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
     q = _rotate(q.view(1, q_len, heads, head_dim).transpose(1, 2), cos, sin)
     k = _rotate(k.view(1, q_len, kv_heads, head_dim).transpose(1, 2), cos, sin)
     k_cache.index_copy_(2, positions, k)
     v_cache.index_copy_(2, positions, v.view(1, q_len, kv_heads, head_dim).transpose(1, 2))
-    o = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask, enable_gqa=True)
-    x = x + F.linear(o.transpose(1, 2).reshape(1, q_len, heads * head_dim), w_o)
+    if gemv:
+        o = _attend_one(q, k_cache, v_cache, mask)
+    else:
+        o = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask, enable_gqa=True)
+    x = x + _linear(o.transpose(1, 2).reshape(1, q_len, heads * head_dim), w_o, None, gemv)
     h = _rms(x, ln2, eps)
-    gate, up = F.linear(h, w_gate_up).chunk(2, dim=-1)
-    return x + F.linear(F.silu(gate) * up, w_down)
+    gate, up = _linear(h, w_gate_up, None, gemv).chunk(2, dim=-1)
+    return x + _linear(F.silu(gate) * up, w_down, None, gemv)
+
+
+def decode_layer_gemv(*args) -> torch.Tensor:
+    """``decoder_layer`` for the one-row decode step in its compiled form (``gemv=True``)."""
+    return decoder_layer(*args, gemv=True)
 
 
 class StaticQwenLM:
@@ -138,7 +173,12 @@ class StaticQwenLM:
         self.eager_prefills = 0
         # The decode step is the hot loop: its layer is compiled (fused kernels) where Inductor is available.
         # Prefill runs once per sentence and keeps the plain layer (no compile per prefill bucket).
-        self.decode_layer = compiled(decoder_layer, self.device, dynamic=False, backend=compile_backend)
+        # Compiled, it takes the multiply + reduce form of its matrix-vector products (``gemv``), which only pays
+        # once Inductor turns it into fused kernels; uncompiled it stays the plain layer.
+        if compile_backend is not None or compile_enabled(self.device):
+            self.decode_layer = compiled(decode_layer_gemv, self.device, dynamic=False, backend=compile_backend)
+        else:
+            self.decode_layer = decoder_layer
         if use_graphs:
             self.capture(pool, progress)
 
