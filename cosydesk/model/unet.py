@@ -344,12 +344,21 @@ class ConditionalDecoder(nn.Module):
         # Chunked attention only exists for the causal estimator in streaming mode (python flag, not data).
         chunk = self.static_chunk_size if (self.causal and streaming) else 0
 
+        allowed_by_mask: dict[int, torch.Tensor] = {}
+
+        def allowed(level_mask: torch.Tensor) -> torch.Tensor:
+            # Levels that share a frame mask share the attention mask: built once per forward, not per block
+            # (v2's one-level U-Net would otherwise rebuild the same [B, T, T] mask 14 times per step).
+            if id(level_mask) not in allowed_by_mask:
+                allowed_by_mask[id(level_mask)] = attention_allowed(level_mask, chunk)
+            return allowed_by_mask[id(level_mask)]
+
         skips: list[torch.Tensor] = []
         level_masks = [mask]
         for resnet, transformers, resample in self.down_blocks:
             level_mask = level_masks[-1]
             hidden = resnet(hidden, level_mask, time_emb)
-            hidden = _run_transformers(transformers, hidden, attention_allowed(level_mask, chunk))
+            hidden = _run_transformers(transformers, hidden, allowed(level_mask))
             skips.append(hidden)
             hidden = resample(hidden * level_mask)
             level_masks.append(level_mask[:, :, ::2])
@@ -357,7 +366,7 @@ class ConditionalDecoder(nn.Module):
         mid_mask = level_masks[-2]
         for resnet, transformers in self.mid_blocks:
             hidden = resnet(hidden, mid_mask, time_emb)
-            hidden = _run_transformers(transformers, hidden, attention_allowed(mid_mask, chunk))
+            hidden = _run_transformers(transformers, hidden, allowed(mid_mask))
 
         up_mask = mask
         for level, (resnet, transformers, resample) in enumerate(self.up_blocks):
@@ -366,7 +375,7 @@ class ConditionalDecoder(nn.Module):
             # The transposed conv yields 2*ceil(T/2) frames: crop to the skip length (odd T).
             hidden = torch.cat([hidden[:, :, : skip.shape[-1]], skip], dim=1)
             hidden = resnet(hidden, up_mask, time_emb)
-            hidden = _run_transformers(transformers, hidden, attention_allowed(up_mask, chunk))
+            hidden = _run_transformers(transformers, hidden, allowed(up_mask))
             hidden = resample(hidden * up_mask)
 
         hidden = self.final_block(hidden, up_mask)

@@ -244,6 +244,36 @@ def test_graph_backend_matches_eager_and_allocates_nothing_per_request(tiny_v2_m
     assert model.hift.eager_calls - eager_hift == 3  # only the free-length final chunk of each request
 
 
+def test_convs_as_gemm_match_the_convolutions_cpu(tiny_v2_model):
+    """GemmConv1d equals the convolution it replaces (symmetric and causal padding), and the whole v2 estimator's
+    velocity is unchanged once all of its stride-1 convs are rewritten (none is left behind)."""
+    import copy
+
+    from cosydesk.model.unet import LeftPaddedConv1d
+    from cosydesk.runtime.cudagraph.fuse import GemmConv1d, convs_as_gemm
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 6, 11, generator=g)
+    for conv in (torch.nn.Conv1d(6, 4, 3, padding=1), LeftPaddedConv1d(6, 4, 3), torch.nn.Conv1d(6, 4, 5, padding=2)):
+        ref = conv(x)
+        holder = torch.nn.Sequential(conv)
+        assert convs_as_gemm(holder) == 1 and type(holder[0]) is GemmConv1d
+        torch.testing.assert_close(holder[0](x), ref, rtol=1e-5, atol=1e-5)
+    kept = torch.nn.Sequential(torch.nn.Conv1d(6, 6, 3, stride=2), torch.nn.Conv1d(6, 6, 1), torch.nn.Conv1d(6, 6, 3, groups=2))
+    assert convs_as_gemm(kept) == 0
+
+    estimator = tiny_v2_model.flow.decoder.estimator
+    rewritten = copy.deepcopy(estimator)
+    assert convs_as_gemm(rewritten) > 0
+    assert not any(type(m) in (torch.nn.Conv1d, LeftPaddedConv1d) and m.kernel_size[0] > 1 for m in rewritten.modules())
+    frames = 70
+    x, mu, cond = (torch.randn(2, 80, frames, generator=g) for _ in range(3))
+    mask, spks, t = torch.ones(2, 1, frames), torch.randn(2, 80, generator=g), torch.rand(2, generator=g)
+    for streaming in (False, True):
+        torch.testing.assert_close(rewritten(x, mask, mu, t, spks, cond, streaming=streaming),
+                                   estimator(x, mask, mu, t, spks, cond, streaming=streaming), rtol=1e-4, atol=1e-4)
+
+
 def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
     """Regional compilation of the estimator blocks (aot_eager on CI: dynamo tracing, functionalisation,
     automatic dynamic lengths) keeps the CFM output, and lengths after the second reuse the dynamic entry."""
@@ -255,13 +285,14 @@ def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
     from cosydesk.model.cfm import cosine_time_grid
     from cosydesk.runtime.cudagraph.cfm import solve_cfm
     from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
-    from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention
+    from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention
 
     torch._dynamo.reset()
     counters.clear()
     sampler = tiny_v2_model.flow.decoder
     compiled_sampler = copy.deepcopy(sampler)
     assert fuse_estimator_attention(compiled_sampler.estimator) > 0
+    assert convs_as_gemm(compiled_sampler.estimator) > 0
     assert compile_blocks(compiled_sampler.estimator, ESTIMATOR_BLOCKS, torch.device("cpu"), backend="aot_eager") > 0
     grid = cosine_time_grid(sampler.n_steps)
     g = torch.Generator().manual_seed(3)

@@ -49,13 +49,15 @@ def _configure_inductor() -> None:
     torch._dynamo.config.suppress_errors = True
 
 
-def compiled(fn: Callable, device: torch.device, dynamic: bool | None = None, backend: str | None = None) -> Callable:
+def compiled(fn: Callable, device: torch.device, dynamic: bool | None = None, backend: str | None = None,
+             options: dict | None = None) -> Callable:
     """``torch.compile(fn)`` when :func:`compile_enabled` (or ``backend`` is forced, e.g. "aot_eager" in CPU
-    tests), else ``fn`` itself."""
+    tests), else ``fn`` itself. ``options``: Inductor settings for this function only."""
     if backend is None and not compile_enabled(device):
         return fn
     _configure_inductor()
-    return torch.compile(fn, dynamic=dynamic, backend=backend or "inductor")
+    backend = backend or "inductor"
+    return torch.compile(fn, dynamic=dynamic, backend=backend, options=options if backend == "inductor" else None)
 
 
 def compile_blocks(root: torch.nn.Module, class_names: tuple[str, ...], device: torch.device,

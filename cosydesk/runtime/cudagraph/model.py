@@ -18,7 +18,7 @@ from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
 from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
-from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention, mask_group_norms
+from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
 from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 
@@ -44,6 +44,7 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
     sampler = flow.decoder
     fuse_estimator_attention(sampler.estimator)
     mask_group_norms(sampler.estimator)  # v1: padding to a bucket must not move GroupNorm statistics
+    convs_as_gemm(sampler.estimator)
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = make_buckets(max_frames, FLOW_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)

@@ -25,6 +25,11 @@ from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 
 
+# Inductor tunes the block sizes of the decode layer's few kernels (its matrix-vector reductions are ~80 % of
+# the step); the layer is one compiled graph, so the tuning costs seconds once.
+DECODE_COMPILE_OPTIONS = {"coordinate_descent_tuning": True}
+
+
 @dataclass
 class StaticDecodeState:
     length: int
@@ -132,7 +137,7 @@ class StaticQwenLM:
 
     def __init__(self, lm, max_len: int = 512, prefill_buckets: tuple[int, ...] = (32, 64, 96, 128, 192, 256),
                  use_graphs: bool = True, pool=None, progress=None, compile_backend: str | None = None,
-                 host_text_embeddings: bool | None = None):
+                 host_text_embeddings: bool | None = None, decode_compile_options: dict | None = DECODE_COMPILE_OPTIONS):
         self.lm = lm
         backbone = lm.llm.model.model
         self.layers = [fuse_layer(layer) for layer in backbone.layers]
@@ -176,7 +181,8 @@ class StaticQwenLM:
         # Compiled, it takes the multiply + reduce form of its matrix-vector products (``gemv``), which only pays
         # once Inductor turns it into fused kernels; uncompiled it stays the plain layer.
         if compile_backend is not None or compile_enabled(self.device):
-            self.decode_layer = compiled(decode_layer_gemv, self.device, dynamic=False, backend=compile_backend)
+            self.decode_layer = compiled(decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
+                                         options=decode_compile_options)
         else:
             self.decode_layer = decoder_layer
         if use_graphs:
