@@ -37,7 +37,7 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
         llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress)
     flow = model.flow
     max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
-    if type(flow.encoder).__name__ == "UpsampleConformerEncoder":  # v2 (v1's encoder is not causal; v3 has none)
+    if type(getattr(flow, "encoder", None)).__name__ == "UpsampleConformerEncoder":  # v2 (v1's encoder is not causal; v3 has none)
         tokens = max_frames // flow.encoder.up_stride
         flow.encoder = GraphedEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)
