@@ -21,11 +21,6 @@ from cosydesk.runtime.schedule import ChunkCall, make_schedule
 from cosydesk.runtime.token2wav import Token2Wav
 
 
-# On a GPU the vocoding side (token2wav) runs on a high-priority stream: once a chunk's tokens exist, its
-# kernels should not queue behind the LLM, which keeps decoding ahead of playback. None: the caller's stream.
-CONSUMER_STREAM_PRIORITY: int | None = -1
-
-
 class Cancelled(Exception):
     """The caller's cancel event was set."""
 
@@ -110,10 +105,7 @@ def run_sentence(
 
     # On a GPU the LLM runs on its own CUDA stream so its kernels overlap the vocoder's (tokens cross over as
     # host ints after the per-token sync, so no cross-stream tensor hazard exists).
-    cuda = model.device.type == "cuda"
-    llm_stream = torch.cuda.Stream(device=model.device) if cuda else None
-    t2w_stream = (torch.cuda.Stream(device=model.device, priority=CONSUMER_STREAM_PRIORITY)
-                  if cuda and CONSUMER_STREAM_PRIORITY is not None else None)
+    llm_stream = torch.cuda.Stream(device=model.device) if model.device.type == "cuda" else None
 
     def produce() -> None:
         try:
@@ -133,8 +125,6 @@ def run_sentence(
     state = Token2Wav(model, inputs.flow_prompt_speech_token, inputs.prompt_speech_feat, inputs.flow_embedding,
                       zero_noise=zero_noise, speed=speed, streaming=stream)
     schedule = make_schedule(model.version, inputs.flow_prompt_speech_token.shape[1])
-    if t2w_stream is not None:  # the prompt tensors were copied to the device on the caller's stream
-        t2w_stream.wait_stream(torch.cuda.current_stream(model.device))
     producer.start()
     try:
         while True:
@@ -152,12 +142,8 @@ def run_sentence(
                 raise SynthesisError("the model produced no speech for this sentence (it ended at once): try rephrasing")
             tokens = buffer.snapshot(call.end)
             timings = {"first_token": buffer.first_token_time or time.perf_counter(), "tokens_ready": time.perf_counter()}
-            with torch.inference_mode(), (torch.cuda.stream(t2w_stream) if t2w_stream is not None else nullcontext()):
+            with torch.inference_mode():
                 pcm = state(tokens, call)
-            if t2w_stream is not None:  # hand the chunk over to the caller's stream
-                caller = torch.cuda.current_stream(model.device)
-                caller.wait_stream(t2w_stream)
-                pcm.record_stream(caller)
             timings.update(state_timings(state))
             yield ChunkResult(pcm=pcm, timings=timings, final=call.finalize)
             if call.finalize:
