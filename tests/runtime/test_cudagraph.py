@@ -254,12 +254,13 @@ def _pipeline_sentence(model, seed: int = 0) -> list[np.ndarray]:
     g = torch.Generator().manual_seed(seed)
     inputs = SentenceInputs(text=text, prompt_text=prompt_text, llm_prompt_speech_token=prompt_speech,
                             llm_embedding=torch.randn(1, 192, generator=g), flow_prompt_speech_token=prompt_speech,
-                            prompt_speech_feat=torch.randn(1, 40, 80, generator=g), flow_embedding=torch.randn(1, 192, generator=g))
+                            prompt_speech_feat=torch.randn(1, 40, 80, generator=g),
+                            flow_embedding=torch.randn(1, 192, generator=g))
     forced = torch.randint(0, 6561, (80,), generator=g).tolist()
 
     def source(inp, stop):
-        logits, state = model.llm.prefill(inp.text.to(dev), inp.prompt_text.to(dev), inp.llm_prompt_speech_token.to(dev),
-                                          None)
+        logits, state = model.llm.prefill(inp.text.to(dev), inp.prompt_text.to(dev),
+                                          inp.llm_prompt_speech_token.to(dev), None)
         for token in forced:
             if stop.is_set():
                 return
@@ -317,7 +318,8 @@ def test_convs_as_gemm_match_the_convolutions_cpu(tiny_v2_model):
         holder = torch.nn.Sequential(conv)
         assert convs_as_gemm(holder) == 1 and type(holder[0]) is GemmConv1d
         torch.testing.assert_close(holder[0](x), ref, rtol=1e-5, atol=1e-5)
-    kept = torch.nn.Sequential(torch.nn.Conv1d(6, 6, 3, stride=2), torch.nn.Conv1d(6, 6, 1), torch.nn.Conv1d(6, 6, 3, groups=2))
+    kept = torch.nn.Sequential(torch.nn.Conv1d(6, 6, 3, stride=2), torch.nn.Conv1d(6, 6, 1),
+                               torch.nn.Conv1d(6, 6, 3, groups=2))
     assert convs_as_gemm(kept) == 0
 
     estimator = tiny_v2_model.flow.decoder.estimator

@@ -37,7 +37,8 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
         llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress)
     flow = model.flow
     max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
-    if type(getattr(flow, "encoder", None)).__name__ == "UpsampleConformerEncoder":  # v2 (v1's encoder is not causal; v3 has none)
+    # v2's encoder is captured per bucket (v1's is not causal, v3's flow has none)
+    if type(getattr(flow, "encoder", None)).__name__ == "UpsampleConformerEncoder":
         tokens = max_frames // flow.encoder.up_stride
         flow.encoder = GraphedEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)

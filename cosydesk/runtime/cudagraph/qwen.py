@@ -77,7 +77,7 @@ def fuse_layer(layer) -> LayerWeights:
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, gemv: bool) -> torch.Tensor:
     """x @ weight.T + bias. ``gemv`` (one row, compiled decode only): written as multiply + reduce over the
     input features, which Inductor emits as one bandwidth-bound kernel spread over every output row (the GEMM
-    library's tiles leave most SMs idle for a single row) and can fuse with what comes before and after.
+    library's tiles leave most SMs idle for a single row) and fuses with what comes before and after.
     Accumulates in float32, like the GEMM."""
     if not gemv:
         return F.linear(x, weight, bias)
@@ -137,7 +137,8 @@ class StaticQwenLM:
 
     def __init__(self, lm, max_len: int = 512, prefill_buckets: tuple[int, ...] = (32, 64, 96, 128, 192, 256),
                  use_graphs: bool = True, pool=None, progress=None, compile_backend: str | None = None,
-                 host_text_embeddings: bool | None = None, decode_compile_options: dict | None = DECODE_COMPILE_OPTIONS):
+                 host_text_embeddings: bool | None = None,
+                 decode_compile_options: dict | None = DECODE_COMPILE_OPTIONS):
         self.lm = lm
         backbone = lm.llm.model.model
         self.layers = [fuse_layer(layer) for layer in backbone.layers]
