@@ -56,13 +56,28 @@ def nucleus_keep_mask(sorted_probs: torch.Tensor, top_p: float, top_k: int) -> t
     return (mass_before < top_p) & (rank < top_k)
 
 
+def top_candidates(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, ids) of the first ``k`` entries of ``probs.sort(descending=True, stable=True)`` (ties: lower id
+    first), without sorting the whole vocabulary: every id at or above the k-th largest value (ties at the
+    boundary included) is stable-sorted on its own. ``nonzero`` syncs on a GPU, so this is the host form."""
+    k = min(k, probs.shape[0])
+    kth = probs.topk(k).values[-1]
+    ids = torch.nonzero(probs >= kth).flatten()  # ascending ids
+    values = probs[ids]
+    order = values.sort(descending=True, stable=True).indices[:k]
+    return values[order], ids[order]
+
+
 def sample_nucleus(scores: torch.Tensor, top_p: float, top_k: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """Draw one id from the top-p / top-k nucleus of ``softmax(scores)``; 0-d long tensor."""
     probs = scores.float().softmax(dim=0)
-    # stable sort so that equal probabilities keep id order, as the reference does
-    sorted_probs, sorted_ids = probs.sort(descending=True, stable=True)
-    head = min(top_k, sorted_probs.shape[0])
-    sorted_probs, sorted_ids = sorted_probs[:head], sorted_ids[:head]
+    # stable descending order, so that equal probabilities keep id order, as the reference does
+    if probs.device.type == "cpu":
+        sorted_probs, sorted_ids = top_candidates(probs, top_k)
+    else:  # one full sort, no host sync
+        sorted_probs, sorted_ids = probs.sort(descending=True, stable=True)
+        head = min(top_k, sorted_probs.shape[0])
+        sorted_probs, sorted_ids = sorted_probs[:head], sorted_ids[:head]
     weights = torch.where(nucleus_keep_mask(sorted_probs, top_p, top_k), sorted_probs, torch.zeros_like(sorted_probs))
     choice = torch.multinomial(weights, 1, replacement=True, generator=generator)
     return sorted_ids[choice[0]]
@@ -78,9 +93,9 @@ def sample_full(scores: torch.Tensor, generator: torch.Generator | None = None) 
 class RepetitionAwareSampler:
     """Official repetition-aware sampling (defaults = the released yaml's values).
 
-    Both candidate draws (nucleus and fallback) are made on the device at every call and the right one is
-    selected there, so choosing costs no host sync; the caller syncs once to read the id. (The reference
-    draws the fallback only when it is needed; the distribution of the chosen id is the same.)
+    On host (CPU) scores the fallback is drawn only when the pick repeats, as the reference does. On a device
+    both candidate draws (nucleus and fallback) are made at every call and the right one is selected there, so
+    choosing costs no host sync; the caller syncs once to read the id. The chosen id's distribution is the same.
     """
 
     top_p: float = 0.8
@@ -107,9 +122,24 @@ class RepetitionAwareSampler:
         return self.win_size * self.tau_r
 
     def __call__(self, scores: torch.Tensor, decoded: Sequence[int], generator: torch.Generator | None = None) -> torch.Tensor:
+        if scores.device.type == "cpu":
+            return self.choose_on_host(scores, decoded, generator)
+        return self.choose_on_device(scores, decoded, generator)
+
+    def _window(self, decoded: Sequence[int]) -> list[int]:
+        return list(decoded[-self.win_size:]) if self.win_size > 0 else []
+
+    def choose_on_host(self, scores: torch.Tensor, decoded: Sequence[int],
+                       generator: torch.Generator | None = None) -> torch.Tensor:
         pick = sample_nucleus(scores, self.top_p, self.top_k, generator)
-        window = list(decoded[-self.win_size:]) if self.win_size > 0 else []
-        recent = torch.tensor(window, dtype=torch.long).to(scores.device, non_blocking=True)
+        if self._window(decoded).count(int(pick)) < self.repeat_threshold:
+            return pick
+        return sample_full(scores.float().index_fill(0, pick.reshape(1), float("-inf")), generator)
+
+    def choose_on_device(self, scores: torch.Tensor, decoded: Sequence[int],
+                         generator: torch.Generator | None = None) -> torch.Tensor:
+        pick = sample_nucleus(scores, self.top_p, self.top_k, generator)
+        recent = torch.tensor(self._window(decoded), dtype=torch.long).to(scores.device, non_blocking=True)
         repeats = (recent == pick).sum()
         # fallback: ban the nucleus pick and draw from everything else
         banned = scores.float().index_fill(0, pick.reshape(1), float("-inf"))

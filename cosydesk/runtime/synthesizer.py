@@ -305,16 +305,18 @@ class Synthesizer:
         import torch
 
         from cosydesk.model.sampling import RepetitionAwareSampler, filter_silent_tokens, generate_speech_tokens
+        from cosydesk.runtime.host_sampler import HostSampler
 
         sampling = self.model.config["llm"].get("sampling")
-        sampler = RepetitionAwareSampler.from_config(sampling) if sampling is not None else RepetitionAwareSampler()
+        sampler = HostSampler(RepetitionAwareSampler.from_config(sampling) if sampling is not None
+                              else RepetitionAwareSampler())
         seed = request.seed
         silent = getattr(self.model.llm, "silent_tokens", None)
 
         def source(inputs, stop):
             generator = None
-            if seed is not None:
-                generator = torch.Generator(device=self.model.device).manual_seed(int(seed))
+            if seed is not None:  # sampling runs on the host (HostSampler), so does its generator
+                generator = torch.Generator(device="cpu").manual_seed(int(seed))
             device = self.model.device
             tokens = generate_speech_tokens(
                 self.model.llm, inputs.text.to(device), inputs.prompt_text.to(device),

@@ -102,6 +102,36 @@ def test_ras_is_deterministic_with_a_seeded_generator():
     assert run(11) != run(12)
 
 
+def test_top_candidates_equal_the_head_of_a_full_stable_sort():
+    from cosydesk.model.sampling import top_candidates
+
+    for trial in range(100):
+        g = torch.Generator().manual_seed(trial)
+        probs = torch.randint(0, 5, (300,), generator=g).float()  # many ties, also at the k-th place
+        probs = probs / probs.sum()
+        values, ids = top_candidates(probs, 25)
+        ref_values, ref_ids = probs.sort(descending=True, stable=True)
+        assert torch.equal(values, ref_values[:25]) and torch.equal(ids, ref_ids[:25]), trial
+    values, ids = top_candidates(torch.tensor([0.5, 0.5]), 25)  # k above the vocabulary
+    assert ids.tolist() == [0, 1]
+
+
+def test_ras_host_and_device_forms_draw_the_same_distribution():
+    """The host form draws the fallback only on a repeat; the device form draws both and selects. Same law."""
+    sampler = RepetitionAwareSampler(top_p=0.8, top_k=25, win_size=10, tau_r=0.1)
+    scores = _logits_for([0.5, 0.3, 0.1, 0.06, 0.04])
+    for history in ([9, 9], [0, 9]):  # no repeat possible / a repeat of id 0 bans it
+        counts = {}
+        for form in (sampler.choose_on_host, sampler.choose_on_device):
+            gen = torch.Generator().manual_seed(1)
+            draws = Counter(int(form(scores, history, gen)) for _ in range(4000))
+            counts[form.__name__] = draws
+        host, device = counts["choose_on_host"], counts["choose_on_device"]
+        assert set(host) == set(device)
+        assert all(abs(host[i] - device[i]) / 4000 < 0.04 for i in host), (history, host, device)
+        assert (0 in host) == (history == [9, 9])
+
+
 def test_ras_from_the_yaml_sampling_node():
     node = read_yaml(fixture_dir("v2") / "model" / "cosyvoice2.yaml")["llm"]["sampling"]
     assert RepetitionAwareSampler.from_config(node) == RepetitionAwareSampler(top_p=0.8, top_k=25, win_size=10, tau_r=0.1)
