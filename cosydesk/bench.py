@@ -8,8 +8,9 @@ forced: 25 tokens per second of audio, audio seconds = characters / 4), random t
 prompt with 40 prompt mel frames (v1: 20 tokens / 34 frames), zero HiFT noise. Sentences stream exactly as the
 runtime streams them (``cosydesk.runtime.pipeline.run_sentence``: an LLM producer thread feeding Token2Wav with
 the official chunk schedule); the producer runs real ``prefill`` / ``decode_step`` calls and syncs on an argmax
-per token as sampling's stop check would, but pushes the forced id. On CUDA the producer runs on its own stream
-and token2wav on another; each chunk is copied into a pinned host buffer before it counts as "arrived".
+per token as sampling's stop check would (``--sampler ras``: runs the app's sampler instead), but pushes the
+forced id. On CUDA the producer runs on its own stream and token2wav on another; each chunk is copied into a
+pinned host buffer before it counts as "arrived".
 
 Per backend: first-audio latency (submit -> first chunk on the host), full-sentence latency, RTF, sentences/s,
 peak VRAM (torch reserved, NVML process memory), VRAM drift (first vs last 100 sentences), fidelity against
@@ -97,9 +98,31 @@ class LLMStats:
         self.lock = threading.Lock()
 
 
-def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_stream=None):
-    """A runtime TokenSource running the real LLM but emitting the forced ids."""
+SAMPLERS = ("argmax", "ras")
+
+
+def make_chooser(sampler: str, seed: int):
+    """How the producer reads each step's id (then discarded for the forced one): ``argmax`` is the bare host sync
+    a stop check needs; ``ras`` runs the app's own sampler (repetition-aware, on the host) for its real cost."""
     import torch
+
+    if sampler == "argmax":
+        return lambda logits, decoded: int(torch.argmax(logits))
+    if sampler != "ras":
+        raise ValueError(f"unknown sampler {sampler!r} (choose {' or '.join(SAMPLERS)})")
+    from cosydesk.model.sampling import RepetitionAwareSampler
+    from cosydesk.runtime.host_sampler import HostSampler
+
+    ras, generator = HostSampler(RepetitionAwareSampler()), torch.Generator().manual_seed(seed)
+    return lambda logits, decoded: int(ras(logits, decoded, generator))
+
+
+def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_stream=None, sampler: str = "argmax",
+                        seed: int = 0):
+    """A runtime TokenSource running the real LLM (and ``sampler``, see make_chooser) but emitting the forced ids."""
+    import torch
+
+    choose = make_chooser(sampler, seed)
 
     def source(inputs, stop):
         device = model.device
@@ -109,14 +132,16 @@ def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_strea
             logits, state = model.llm.prefill(inputs.text.to(device), inputs.prompt_text.to(device),
                                               inputs.llm_prompt_speech_token.to(device),
                                               inputs.llm_embedding.to(device=device, dtype=model.dtype))
-            int(torch.argmax(logits))  # the sampler's host sync
+            decoded: list[int] = []
+            choose(logits, decoded)  # the sampler's host sync
             t1 = time.perf_counter()
             for token in speech_ids:
                 if stop.is_set():
                     return
                 yield token
+                decoded.append(token)
                 logits, state = model.llm.decode_step(token, state)
-                int(torch.argmax(logits))  # one host sync per token, as the stop check needs
+                choose(logits, decoded)  # one host sync per token, as the stop check needs
             t2 = time.perf_counter()
             with stats.lock:
                 stats.prefill_s.append(t1 - t0)
@@ -242,7 +267,8 @@ class HostCopier:
         return self.buffer[:n].numpy().copy()
 
 
-def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier: HostCopier, streams, seed: int):
+def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier: HostCopier, streams, seed: int,
+                   sampler: str = "argmax"):
     """Stream one sentence; returns (first_s, total_s, waveform np.ndarray)."""
     import numpy as np
     import torch
@@ -255,7 +281,7 @@ def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier: Hos
     chunks, first = [], None
     submit = time.perf_counter()
     with ctx:
-        source = forced_token_source(model, sentence.speech_ids, stats, llm_stream)
+        source = forced_token_source(model, sentence.speech_ids, stats, llm_stream, sampler=sampler, seed=seed)
         for result in run_sentence(model, sentence.inputs, source, stream=True, zero_noise=True):
             chunks.append(copier(result.pcm))
             if first is None:
@@ -283,7 +309,8 @@ def _cuda_sync_all(model):
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,
-                fidelity_sentences: list[ForcedSentence], device, log=print, soak: int = 0) -> tuple[dict, dict]:
+                fidelity_sentences: list[ForcedSentence], device, log=print, soak: int = 0,
+                sampler: str = "argmax") -> tuple[dict, dict]:
     """Timed pass + fidelity pass (+ an optional soak) for one backend. Returns (metrics, artefacts).
 
     ``fidelity_sentences`` may differ from the timed ``sentences`` (eager backends time a few sentences but
@@ -315,7 +342,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     copier = HostCopier(device)
     stats = LLMStats()
     for i in range(min(warmup, len(sentences))):
-        synthesize_one(model, sentences[i], stats, copier, streams, seed=i)
+        synthesize_one(model, sentences[i], stats, copier, streams, seed=i, sampler=sampler)
     load_s = time.perf_counter() - t_load
     stats = LLMStats()
     sr = model.sample_rate
@@ -323,7 +350,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     wall0 = time.perf_counter()
     for run in range(runs):
         for i, sentence in enumerate(sentences):
-            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i)
+            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i, sampler=sampler)
             firsts.append(first)
             totals.append(total)
             audio_s.append(wave.shape[0] / sr)
@@ -339,7 +366,8 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     if soak:
         soak_nan = 0
         for i in range(soak):
-            wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, streams, seed=i)[2]
+            wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, streams, seed=i,
+                                  sampler=sampler)[2]
             soak_nan += int((~np.isfinite(wave)).sum())
             soak_reserved.append(probe.reserved_gb())
             soak_nvml.append(probe.nvml_gb())
@@ -359,7 +387,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     fid_stats = LLMStats()
     fidelity_n = len(fidelity_sentences)
     for i, sentence in enumerate(fidelity_sentences):
-        waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, streams, seed=i)[2])
+        waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, streams, seed=i, sampler=sampler)[2])
         nan_count += int((~np.isfinite(waves[-1])).sum())
     nan_count += sum(int((~torch.isfinite(m)).sum()) for m in record.get("mels", []))
 
@@ -531,7 +559,8 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         eager = name.startswith("eager")
         subset = sentences[:args.eager_limit] if (args.eager_limit and eager) else sentences
         metrics, art = run_backend(name, master, subset, args.runs, args.warmup, sentences[:args.fidelity],
-                                   device, log=log, soak=0 if (eager and args.eager_limit) else args.soak)
+                                   device, log=log, soak=0 if (eager and args.eager_limit) else args.soak,
+                                   sampler=args.sampler)
         metrics["sentences"] = len(subset) * args.runs
         results[name], artefacts[name] = metrics, art
         out_partial = Path(args.out)
@@ -556,6 +585,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         "corpus": str(args.corpus),
         "sentences": len(texts) * args.runs,
         "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit, "soak": args.soak,
+                     "sampler": args.sampler,
                      "tokens_per_second": TOKENS_PER_SECOND, "chars_per_second": CHARS_PER_SECOND,
                      "prompt_tokens": PROMPT[master.version][0], "prompt_frames": PROMPT[master.version][1],
                      "zero_noise": True, "seed": args.seed,
@@ -601,6 +631,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="eager backends run only the first N sentences (they are ~100x slower); reported per backend")
     p.add_argument("--soak", type=int, default=0,
                    help="N further sentences after the timed pass (backends not cut by --eager-limit), VRAM drift reported")
+    p.add_argument("--sampler", choices=SAMPLERS, default="argmax",
+                   help="per-token id read by the LLM thread: argmax (bare host sync) or ras (the app's sampler)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--out", default="bench-out")

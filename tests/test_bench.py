@@ -41,12 +41,12 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     corpus.write_text("今天天气真不错。\n", encoding="utf-8")
     out = tmp_path / "out"
     rc = main(["bench", "--model", str(tiny_v2), "--backends", "eager-fp32", "--runs", "1", "--corpus", str(corpus),
-               "--warmup", "0", "--fidelity", "1", "--soak", "2", "--out", str(out), "--name", "cpu"])
+               "--warmup", "0", "--fidelity", "1", "--soak", "2", "--sampler", "ras", "--out", str(out), "--name", "cpu"])
     assert rc == 0
     report = json.loads((out / "cpu.json").read_text(encoding="utf-8"))
     assert set(report["machine"]) >= {"gpu", "driver", "torch", "cuda"}
     assert {"commit", "model", "corpus", "sentences", "backends"} <= set(report)
-    assert report["sentences"] == 1
+    assert report["sentences"] == 1 and report["settings"]["sampler"] == "ras"
     m = report["backends"]["eager-fp32"]
     assert set(m["first_audio_ms"]) >= {"mean", "p50", "p99"} and set(m["total_ms"]) >= {"mean", "p99"}
     for key in ("rtf", "sentences_per_s", "peak_reserved_gb", "peak_nvml_gb", "vram_drift_pct"):
@@ -57,6 +57,19 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert m["soak"]["sentences"] == 2 and m["soak"]["nan_count"] == 0
     assert len(report["series"]["eager-fp32"]["soak_reserved_gb"]) == 2
     assert (out / "cpu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_choosers_read_one_id_per_step():
+    import torch
+
+    from cosydesk.bench import make_chooser
+
+    logits = torch.tensor([0.0, 5.0, 1.0, -2.0])
+    assert make_chooser("argmax", 0)(logits, []) == 1
+    ras = make_chooser("ras", 0)
+    assert ras(logits, []) in (1, 2) and ras(logits, [1] * 10) != 1  # nucleus pick; a repeat falls back
+    with pytest.raises(ValueError, match="argmax or ras"):
+        make_chooser("top1", 0)
 
 
 def test_bench_rejects_gpu_backends_without_cuda(tiny_v2, tmp_path):
