@@ -41,7 +41,8 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     corpus.write_text("今天天气真不错。\n", encoding="utf-8")
     out = tmp_path / "out"
     rc = main(["bench", "--model", str(tiny_v2), "--backends", "eager-fp32", "--runs", "1", "--corpus", str(corpus),
-               "--warmup", "0", "--fidelity", "1", "--soak", "2", "--sampler", "ras", "--out", str(out), "--name", "cpu"])
+               "--warmup", "0", "--fidelity", "1", "--soak", "2", "--sampler", "ras", "--out", str(out),
+               "--name", "cpu"])
     assert rc == 0
     report = json.loads((out / "cpu.json").read_text(encoding="utf-8"))
     assert set(report["machine"]) >= {"gpu", "driver", "torch", "cuda"}

@@ -23,5 +23,6 @@ class HostSampler:
     def __init__(self, sampler: SpeechTokenSampler):
         self.sampler = sampler
 
-    def __call__(self, scores: torch.Tensor, decoded: Sequence[int], generator: torch.Generator | None = None) -> torch.Tensor:
+    def __call__(self, scores: torch.Tensor, decoded: Sequence[int],
+                 generator: torch.Generator | None = None) -> torch.Tensor:
         return self.sampler(scores.float().cpu(), decoded, generator)
