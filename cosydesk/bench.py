@@ -245,29 +245,7 @@ def _percentile(values, q):
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
 
 
-class HostCopier:
-    """Device -> pinned host copies of audio chunks (one preallocated buffer)."""
-
-    def __init__(self, device, max_samples: int = 24000 * 60):
-        import torch
-
-        self.cuda = device.type == "cuda"
-        self.buffer = torch.empty(max_samples, dtype=torch.float32, pin_memory=self.cuda) if self.cuda else None
-
-    def __call__(self, pcm):
-        import torch
-
-        if not self.cuda:
-            return pcm.detach().float().numpy().copy()
-        n = pcm.shape[0]
-        if n > self.buffer.shape[0]:
-            self.buffer = torch.empty(n, dtype=torch.float32, pin_memory=True)
-        self.buffer[:n].copy_(pcm.detach().float(), non_blocking=True)
-        torch.cuda.current_stream().synchronize()  # chunk's copy done: it is on the host
-        return self.buffer[:n].numpy().copy()
-
-
-def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier: HostCopier, streams, seed: int,
+def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, streams, seed: int,
                    sampler: str = "argmax"):
     """Stream one sentence; returns (first_s, total_s, waveform np.ndarray)."""
     import numpy as np
@@ -320,6 +298,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     import torch
 
     from cosydesk.runtime.backends import accelerate
+    from cosydesk.runtime.host_copy import PinnedCopier
 
     cuda = device.type == "cuda"
     if cuda:
@@ -339,7 +318,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
                        if done == total or done % 10 == 0 else None)
     del base
     streams = (torch.cuda.Stream(), torch.cuda.Stream()) if cuda else (None, None)
-    copier = HostCopier(device)
+    copier = PinnedCopier(device)
     stats = LLMStats()
     for i in range(min(warmup, len(sentences))):
         synthesize_one(model, sentences[i], stats, copier, streams, seed=i, sampler=sampler)

@@ -151,6 +151,9 @@ class Synthesizer:
         self._presets = presets_for(self.version, self.instruct_model)
         self.sentence_pause_s = sentence_pause_s
         self._lock = threading.Lock()  # one request at a time per model
+        from cosydesk.runtime.host_copy import PinnedCopier
+
+        self._to_host = PinnedCopier(self.model.device)  # used under the lock: one chunk at a time
         self.live_threads: set[threading.Thread] = set()
         progress("Ready", 1.0)
 
@@ -370,7 +373,7 @@ class Synthesizer:
                     last_sentence = s_index == len(sentences) - 1
                     for result in run_sentence(self.model, inputs, token_source, stream=stream, speed=request.speed,
                                                cancel=cancel, on_thread=self._track):
-                        pcm = result.pcm.float().cpu().numpy()
+                        pcm = self._to_host(result.pcm)
                         if result.final and not last_sentence:
                             pcm = np.concatenate([pcm, pause])
                         timings = {"submit": submit, **result.timings, "ready": time.perf_counter()}
