@@ -71,13 +71,14 @@ class Token2Wav:
         self.token_mel_ratio = model.token_mel_ratio
         if self.version == "v1":
             self.mel_overlap_len = int(20 / 50 * 22050 / 256)  # 34 frames of flow-mel overlap
-            self.mel_window = _hamming(2 * self.mel_overlap_len)
+            self.mel_window = _hamming(2 * self.mel_overlap_len).to(device)
             self.mel_cache_len, self.source_cache_len = 20, 20 * 256
             self.flow_cache = torch.zeros(1, 80, 0, 2, device=device, dtype=model.dtype)
             self.mel_overlap = torch.zeros(1, 80, 0, device=device, dtype=model.dtype)
         else:
             self.mel_cache_len, self.source_cache_len = V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES
-        self.speech_window = _hamming(2 * self.source_cache_len) if self.version != "v3" else None
+        # on the device once per request, not copied there at every cross-fade
+        self.speech_window = _hamming(2 * self.source_cache_len).to(device) if self.version != "v3" else None
         self.hift_cache: dict[str, torch.Tensor] | None = None
         self.v3_stream: CausalHiFTStream | None = None  # v3 vocoder state (bounded-work streaming)
         self.timings: dict[str, float] = {}  # perf_counter of flow_done / vocoder_done for the last call
