@@ -97,7 +97,8 @@ def _is_out_of_memory(err: BaseException) -> bool:
 # The first load also compiles kernels (tens of seconds): a bar that moves per captured graph shows it is alive.
 WARMUP_STAGES = {
     "llm": (0.30, 0.45, "Compiling and capturing the speech LM"),
-    "flow": (0.45, 0.62, "Capturing the flow decoder"),
+    "encoder": (0.45, 0.50, "Capturing the flow encoder"),
+    "flow": (0.50, 0.62, "Capturing the flow decoder"),
     "vocoder": (0.62, 0.70, "Capturing the vocoder"),
 }
 

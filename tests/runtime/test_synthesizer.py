@@ -198,7 +198,7 @@ def test_warmup_progress_moves_the_load_bar_per_captured_graph():
 
     seen = []
     report = warmup_progress(lambda stage, fraction: seen.append((stage, fraction)))
-    for what, total in (("llm", 7), ("flow", 34), ("vocoder", 27)):
+    for what, total in (("llm", 7), ("encoder", 18), ("flow", 34), ("vocoder", 27)):  # build_graph_model's order
         for done in range(1, total + 1):
             report(done, total, what)
     fractions = [f for _, f in seen]

@@ -1,5 +1,6 @@
-"""CUDA-graph backend pieces: shape buckets, a static-KV-cache Qwen2 LM, graph-captured CFM steps and HiFT,
-regional torch.compile of the hot blocks, and the estimator rewrites (fused q/k/v, masked GroupNorm).
+"""CUDA-graph backend pieces: shape buckets, a static-KV-cache Qwen2 LM, graph-captured flow encoder, CFM steps
+and HiFT, regional torch.compile of the hot blocks, and the estimator rewrites (fused q/k/v, convolutions as
+GEMMs, masked GroupNorm).
 
 Everything here is float16-first with float32 statistics (RMSNorm, softmax inside SDPA, the CFM Euler update),
 allocates its buffers once at load and captures every graph at load (``build_graph_model``); a request then
