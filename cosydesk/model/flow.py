@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
+from cosydesk.model.config import Node
 from cosydesk.model.length_regulator import InterpolateRegulator, frames_for_tokens
 from cosydesk.model.unet import build_estimator
 
@@ -49,11 +50,15 @@ class FlowConditioning:
     prompt_frames: int
 
 
-def _cfg_rate(decoder_node: Any) -> float:
-    """inference_cfg_rate from the yaml's ``cfm_params: !new:omegaconf.DictConfig {content: {...}}``."""
+def cfg_rate(decoder_node: Any) -> float:
+    """inference_cfg_rate from the yaml's ``cfm_params: !new:omegaconf.DictConfig {content: {...}}`` (v1, v2, v3);
+    0.7, the release's value, when absent."""
     params = decoder_node.get("cfm_params")
-    content = params.get("content", {}) if params is not None else {}
-    return float(content.get("inference_cfg_rate", 0.7))
+    if isinstance(params, Node):
+        params = params.get("content", params.args)
+    if isinstance(params, dict):
+        return float(params.get("inference_cfg_rate", 0.7))
+    return 0.7
 
 
 def _build_encoder(node: Any) -> nn.Module:
@@ -74,7 +79,7 @@ def _base_kwargs(node: Any, vocab_size: int, input_frame_rate: float) -> dict[st
         spk_embed_dim=node.get("spk_embed_dim", 192),
         vocab_size=node.get("vocab_size", vocab_size),
         input_frame_rate=node.get("input_frame_rate", input_frame_rate),
-        inference_cfg_rate=_cfg_rate(node["decoder"]),
+        inference_cfg_rate=cfg_rate(node["decoder"]),
         encoder_output_size=node["encoder"].get("output_size", 256),
     )
 

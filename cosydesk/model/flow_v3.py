@@ -24,19 +24,8 @@ from torch import nn
 from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.config import Node
 from cosydesk.model.dit import DiT
-from cosydesk.model.flow import project_speaker, prompt_conditioning, start_noise
+from cosydesk.model.flow import cfg_rate, project_speaker, prompt_conditioning, start_noise
 from cosydesk.model.transformer import PreLookaheadLayer
-
-
-
-def _cfg_rate(decoder_node: Node) -> float:
-    """inference_cfg_rate from the decoder's `cfm_params` (an omegaconf DictConfig node holding `content`)."""
-    params: Any = decoder_node.get("cfm_params")
-    if isinstance(params, Node):
-        params = params.get("content", params.args)
-    if isinstance(params, dict):
-        return float(params.get("inference_cfg_rate", 0.7))
-    return 0.7
 
 
 class CausalMaskedDiffWithDiT(nn.Module):
@@ -91,7 +80,7 @@ class CausalMaskedDiffWithDiT(nn.Module):
             vocab_size=int(node.get("vocab_size", 6561)),
             token_mel_ratio=int(node.get("token_mel_ratio", 2)),
             pre_lookahead_len=pre_lookahead_len,
-            inference_cfg_rate=_cfg_rate(decoder),
+            inference_cfg_rate=cfg_rate(decoder),
         )
 
     def speaker_vector(self, embedding: torch.Tensor) -> torch.Tensor:
