@@ -60,6 +60,9 @@ def test_static_qwen_matches_eager_logits_cpu(tiny_v2_model):
     static = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False,
                           host_text_embeddings=True)
     assert static.lm.embed_text.__name__ == "embed_text_on_host"
+    from cosydesk.runtime.cudagraph.qwen import decoder_layer
+
+    assert static.decode_layer is decoder_layer  # not compiled here, so not the multiply + reduce form
     text, prompt_text, prompt_speech = _prompt()
     ref_logits, ref_state = lm.prefill(text, prompt_text, prompt_speech, None)
     ours, state = static.prefill(text, prompt_text, prompt_speech, None)

@@ -50,11 +50,12 @@ def _configure_inductor() -> None:
 
 
 def compiled(fn: Callable, device: torch.device, dynamic: bool | None = None, backend: str | None = None,
-             options: dict | None = None) -> Callable:
+             options: dict | None = None, eager: Callable | None = None) -> Callable:
     """``torch.compile(fn)`` when :func:`compile_enabled` (or ``backend`` is forced, e.g. "aot_eager" in CPU
-    tests), else ``fn`` itself. ``options``: Inductor settings for this function only."""
+    tests), else ``eager`` (default: ``fn`` itself; a form of ``fn`` that is only fast once compiled passes
+    its plain equivalent). ``options``: Inductor settings for this function only."""
     if backend is None and not compile_enabled(device):
-        return fn
+        return fn if eager is None else eager
     _configure_inductor()
     backend = backend or "inductor"
     return torch.compile(fn, dynamic=dynamic, backend=backend, options=options if backend == "inductor" else None)

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
+from cosydesk.runtime.cudagraph.compile import compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 
 
@@ -177,15 +177,11 @@ class StaticQwenLM:
         self.prefill_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
         self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self.eager_prefills = 0
-        # The decode step is the hot loop: its layer is compiled (fused kernels) where Inductor is available.
+        # The decode step is the hot loop: its layer is compiled (fused kernels) where Inductor is available, in
+        # the multiply + reduce form (``gemv``), which only pays once compiled; uncompiled it is the plain layer.
         # Prefill runs once per sentence and keeps the plain layer (no compile per prefill bucket).
-        # Compiled, it takes the multiply + reduce form of its matrix-vector products (``gemv``), which only pays
-        # once Inductor turns it into fused kernels; uncompiled it stays the plain layer.
-        if compile_backend is not None or compile_enabled(self.device):
-            self.decode_layer = compiled(decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
-                                         options=decode_compile_options)
-        else:
-            self.decode_layer = decoder_layer
+        self.decode_layer = compiled(decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
+                                     options=decode_compile_options, eager=decoder_layer)
         if use_graphs:
             self.capture(pool, progress)
 
