@@ -21,7 +21,7 @@ import functools
 import torch
 from torch import nn
 
-from cosydesk.model.positional import relative_position_table
+from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.transformer import attention_mask, padding_mask
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
@@ -40,9 +40,9 @@ class GraphedEncoder(nn.Module):
         in_dim = encoder.embed.out[0].in_features
         width = encoder.output_size()
         stride = encoder.up_stride
-        # one relative-position table for every bucket (both embeds share d_model, so the values are equal)
-        self.half_positions = stride * self.buckets[-1]
-        self.positions = relative_position_table(self.half_positions, width).to(device=self.device, dtype=self.dtype)
+        # one relative-position table for every bucket (both embeds share d_model, so the values are equal), sized
+        # for the largest one so it is never regrown; moved to the device by the first (warm-up) call
+        self.positions = EspnetRelPositionalEncoding(width, initial_positions=stride * self.buckets[-1])
         self.bufs = {b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
                          "keep": torch.zeros(1, b, 1, device=self.device, dtype=self.dtype),
                          "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets}
@@ -51,8 +51,7 @@ class GraphedEncoder(nn.Module):
         self.eager_calls = 0
 
     def _relative(self, frames: int) -> torch.Tensor:
-        centre = self.half_positions - 1
-        return self.positions[centre - (frames - 1): centre + frames].unsqueeze(0)
+        return self.positions.relative(frames, frames, self.device, self.dtype)
 
     def _body(self, bucket: int, streaming: bool) -> torch.Tensor:
         """The encoder on the bucket's buffers -> [1, stride*bucket, width] (valid rows first)."""
