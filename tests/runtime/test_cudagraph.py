@@ -44,6 +44,20 @@ def tiny_v2_model(tmp_path_factory):
     return random_model("v2", "cpu", torch.float32, seed=0, workdir=tmp_path_factory.mktemp("cg"), tiny=True)
 
 
+def _graph_model(cpu_model):
+    """A copy of ``cpu_model`` on the GPU with the cudagraph backend (the CPU fixture stays untouched)."""
+    import copy
+    import dataclasses
+
+    from cosydesk.runtime.backends import accelerate
+
+    dev = torch.device("cuda")
+    base = dataclasses.replace(cpu_model, llm=copy.deepcopy(cpu_model.llm).to(dev),
+                               flow=copy.deepcopy(cpu_model.flow).to(dev),
+                               hift=copy.deepcopy(cpu_model.hift).to(dev), device=dev)
+    return accelerate(base, "cudagraph")
+
+
 def _prompt(seed=0):
     g = torch.Generator().manual_seed(seed)
     return (torch.randint(1000, 20000, (1, 9), generator=g), torch.randint(1000, 20000, (1, 5), generator=g),
@@ -193,16 +207,8 @@ def test_cfm_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming):
 @pytest.mark.gpu
 @cuda
 def test_graph_backend_matches_eager_and_allocates_nothing_per_request(tiny_v2_model):
-    import copy
-    import dataclasses
-
-    from cosydesk.runtime.backends import accelerate
-
     dev = torch.device("cuda")
-    base = dataclasses.replace(tiny_v2_model, llm=copy.deepcopy(tiny_v2_model.llm).to(dev),
-                               flow=copy.deepcopy(tiny_v2_model.flow).to(dev),
-                               hift=copy.deepcopy(tiny_v2_model.hift).to(dev), device=dev)
-    model = accelerate(base, "cudagraph")
+    model = _graph_model(tiny_v2_model)
     text, prompt_text, prompt_speech = (t.to(dev) for t in _prompt())
     ref, ref_state = tiny_v2_model.llm.prefill(*(t.cpu() for t in (text, prompt_text, prompt_speech)), None)
     ours, state = model.llm.prefill(text, prompt_text, prompt_speech, None)
@@ -285,16 +291,7 @@ def test_pipeline_sentences_reserve_nothing_new_on_the_graph_backend(tiny_v2_mod
     """Sentences through the real pipeline (threads, streams, graphs): after two warm-up sentences, 40 more - more
     than torch's pool of 32 streams, so a stream taken per sentence would show up - reserve no new memory.
     (A per-sentence consumer stream once grew the H200 bench's reserved memory from 1.5 to 3.7 GB.)"""
-    import copy
-    import dataclasses
-
-    from cosydesk.runtime.backends import accelerate
-
-    dev = torch.device("cuda")
-    base = dataclasses.replace(tiny_v2_model, llm=copy.deepcopy(tiny_v2_model.llm).to(dev),
-                               flow=copy.deepcopy(tiny_v2_model.flow).to(dev),
-                               hift=copy.deepcopy(tiny_v2_model.hift).to(dev), device=dev)
-    model = accelerate(base, "cudagraph")
+    model = _graph_model(tiny_v2_model)
     for _ in range(2):
         _pipeline_sentence(model)
     torch.cuda.synchronize()
@@ -462,18 +459,11 @@ def test_graphed_hift_and_cfm_steps_match_their_eager_math(tiny_v2_model):
     """On the GPU: a captured HiFT shape and the captured CFM steps give what the same float16 modules give
     eagerly (the graphs add no error of their own), and the compiled blocks were really compiled when Triton is
     there (no silent eager fallback)."""
-    import copy
-    import dataclasses
-
-    from cosydesk.runtime.backends import accelerate
     from cosydesk.runtime.cudagraph.cfm import solve_cfm
     from cosydesk.runtime.cudagraph.compile import compile_enabled
 
     dev = torch.device("cuda")
-    base = dataclasses.replace(tiny_v2_model, llm=copy.deepcopy(tiny_v2_model.llm).to(dev),
-                               flow=copy.deepcopy(tiny_v2_model.flow).to(dev),
-                               hift=copy.deepcopy(tiny_v2_model.hift).to(dev), device=dev)
-    model = accelerate(base, "cudagraph")
+    model = _graph_model(tiny_v2_model)
     g = torch.Generator(device="cuda").manual_seed(0)
     mel = torch.randn(1, 80, 60, device=dev, generator=g)
     graphed, _ = model.hift.inference_with_source(mel, zero_noise=True)
