@@ -101,6 +101,14 @@ class LLMStats:
 SAMPLERS = ("argmax", "ras")
 
 
+@dataclasses.dataclass(frozen=True)
+class LoopOptions:
+    """How each sentence runs: the sampler the LLM thread uses, and whether the first chunk runs alone."""
+
+    sampler: str = "argmax"
+    first_chunk_alone: bool = False
+
+
 def make_chooser(sampler: str, seed: int):
     """How the producer reads each step's id (then discarded for the forced one): ``argmax`` is the bare host sync
     a stop check needs; ``ras`` runs the app's own sampler (repetition-aware, on the host) for its real cost."""
@@ -123,30 +131,41 @@ def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_strea
     import torch
 
     choose = make_chooser(sampler, seed)
+    own_loop = getattr(model.llm, "generate_speech_tokens", None)
+
+    def generic_loop(args):
+        logits, state = model.llm.prefill(*args)
+        decoded: list[int] = []
+        choose(logits, decoded)  # the sampler's host sync
+        for token in speech_ids:
+            yield token
+            decoded.append(token)
+            logits, state = model.llm.decode_step(token, state)
+            choose(logits, decoded)  # one host sync per token, as the stop check needs
 
     def source(inputs, stop):
         device = model.device
         ctx = torch.cuda.stream(llm_stream) if llm_stream is not None else contextlib.nullcontext()
         with ctx:
             t0 = time.perf_counter()
-            logits, state = model.llm.prefill(inputs.text.to(device), inputs.prompt_text.to(device),
-                                              inputs.llm_prompt_speech_token.to(device),
-                                              inputs.llm_embedding.to(device=device, dtype=model.dtype))
-            decoded: list[int] = []
-            choose(logits, decoded)  # the sampler's host sync
-            t1 = time.perf_counter()
-            for token in speech_ids:
+            args = (inputs.text.to(device), inputs.prompt_text.to(device), inputs.llm_prompt_speech_token.to(device),
+                    inputs.llm_embedding.to(device=device, dtype=model.dtype))
+            if own_loop is not None:
+                tokens = own_loop(*args, greedy=sampler == "argmax", generator=torch.Generator().manual_seed(seed),
+                                  forced=speech_ids)
+            else:
+                tokens = generic_loop(args)
+            t1 = None
+            for token in tokens:
+                t1 = t1 or time.perf_counter()  # the first id read: prefill done
                 if stop.is_set():
                     return
                 yield token
-                decoded.append(token)
-                logits, state = model.llm.decode_step(token, state)
-                choose(logits, decoded)  # one host sync per token, as the stop check needs
             t2 = time.perf_counter()
             with stats.lock:
-                stats.prefill_s.append(t1 - t0)
-                stats.decode_s += t2 - t1
-                stats.decode_steps += len(speech_ids)
+                stats.prefill_s.append((t1 or t2) - t0)
+                stats.decode_s += t2 - (t1 or t2)
+                stats.decode_steps += max(len(speech_ids) - 1, 0)
 
     return source
 
@@ -246,7 +265,7 @@ def _percentile(values, q):
 
 
 def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, streams, seed: int,
-                   sampler: str = "argmax"):
+                   loop: LoopOptions = LoopOptions()):
     """Stream one sentence; returns (first_s, total_s, waveform np.ndarray)."""
     import numpy as np
     import torch
@@ -259,8 +278,9 @@ def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, str
     chunks, first = [], None
     submit = time.perf_counter()
     with ctx:
-        source = forced_token_source(model, sentence.speech_ids, stats, llm_stream, sampler=sampler, seed=seed)
-        for result in run_sentence(model, sentence.inputs, source, stream=True, zero_noise=True):
+        source = forced_token_source(model, sentence.speech_ids, stats, llm_stream, sampler=loop.sampler, seed=seed)
+        for result in run_sentence(model, sentence.inputs, source, stream=True, zero_noise=True,
+                                   first_chunk_alone=loop.first_chunk_alone):
             chunks.append(copier(result.pcm))
             if first is None:
                 first = time.perf_counter() - submit
@@ -288,7 +308,7 @@ def _cuda_sync_all(model):
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,
                 fidelity_sentences: list[ForcedSentence], device, log=print, soak: int = 0,
-                sampler: str = "argmax") -> tuple[dict, dict]:
+                loop: LoopOptions = LoopOptions()) -> tuple[dict, dict]:
     """Timed pass + fidelity pass (+ an optional soak) for one backend. Returns (metrics, artefacts).
 
     ``fidelity_sentences`` may differ from the timed ``sentences`` (eager backends time a few sentences but
@@ -321,7 +341,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     copier = PinnedCopier(device)
     stats = LLMStats()
     for i in range(min(warmup, len(sentences))):
-        synthesize_one(model, sentences[i], stats, copier, streams, seed=i, sampler=sampler)
+        synthesize_one(model, sentences[i], stats, copier, streams, seed=i, loop=loop)
     load_s = time.perf_counter() - t_load
     stats = LLMStats()
     sr = model.sample_rate
@@ -329,7 +349,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     wall0 = time.perf_counter()
     for run in range(runs):
         for i, sentence in enumerate(sentences):
-            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i, sampler=sampler)
+            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i, loop=loop)
             firsts.append(first)
             totals.append(total)
             audio_s.append(wave.shape[0] / sr)
@@ -346,7 +366,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
         soak_nan = 0
         for i in range(soak):
             wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, streams, seed=i,
-                                  sampler=sampler)[2]
+                                  loop=loop)[2]
             soak_nan += int((~np.isfinite(wave)).sum())
             soak_reserved.append(probe.reserved_gb())
             soak_nvml.append(probe.nvml_gb())
@@ -366,7 +386,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     fid_stats = LLMStats()
     fidelity_n = len(fidelity_sentences)
     for i, sentence in enumerate(fidelity_sentences):
-        waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, streams, seed=i, sampler=sampler)[2])
+        waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, streams, seed=i, loop=loop)[2])
         nan_count += int((~np.isfinite(waves[-1])).sum())
     nan_count += sum(int((~torch.isfinite(m)).sum()) for m in record.get("mels", []))
 
@@ -539,7 +559,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         subset = sentences[:args.eager_limit] if (args.eager_limit and eager) else sentences
         metrics, art = run_backend(name, master, subset, args.runs, args.warmup, sentences[:args.fidelity],
                                    device, log=log, soak=0 if (eager and args.eager_limit) else args.soak,
-                                   sampler=args.sampler)
+                                   loop=LoopOptions(args.sampler, args.first_chunk_alone))
         metrics["sentences"] = len(subset) * args.runs
         results[name], artefacts[name] = metrics, art
         out_partial = Path(args.out)
@@ -564,7 +584,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         "corpus": str(args.corpus),
         "sentences": len(texts) * args.runs,
         "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit, "soak": args.soak,
-                     "sampler": args.sampler,
+                     "sampler": args.sampler, "first_chunk_alone": args.first_chunk_alone,
                      "tokens_per_second": TOKENS_PER_SECOND, "chars_per_second": CHARS_PER_SECOND,
                      "prompt_tokens": PROMPT[master.version][0], "prompt_frames": PROMPT[master.version][1],
                      "zero_noise": True, "seed": args.seed,
@@ -612,6 +632,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="N further sentences after the timed pass (backends not cut by --eager-limit), VRAM drift reported")
     p.add_argument("--sampler", choices=SAMPLERS, default="argmax",
                    help="per-token id read by the LLM thread: argmax (bare host sync) or ras (the app's sampler)")
+    p.add_argument("--first-chunk-alone", action="store_true",
+                   help="the LLM waits while each sentence's first chunk runs (run_sentence's first_chunk_alone)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--out", default="bench-out")

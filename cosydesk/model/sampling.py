@@ -68,6 +68,48 @@ def top_candidates(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Ten
     return values[order], ids[order]
 
 
+def stable_top_k(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same (values, ids) as ``top_candidates``, with static shapes and no host sync (capturable in a CUDA
+    graph): each non-negative float32 probability's bit pattern (monotonic in its value) is packed with its
+    reversed id into one int64 key, so the keys are unique and one ``topk`` gives the stable descending order."""
+    k = min(k, probs.shape[0])
+    span = 1 << max(probs.shape[0] - 1, 1).bit_length()  # a power of two above every id
+    ids = torch.arange(probs.shape[0], device=probs.device)
+    keys = probs.float().contiguous().view(torch.int32).long() * span + (span - 1 - ids)
+    top_ids = (span - 1) - torch.remainder(keys.topk(k).values, span)
+    return probs.index_select(0, top_ids), top_ids
+
+
+def inverse_cdf_index(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Index i drawn with probability weights[i] / weights.sum() from a uniform ``u`` in [0, 1): the first i whose
+    running sum exceeds u * total (what ``multinomial(weights, 1)`` draws, as a static-shape function of u). Never
+    an index of zero weight, even when rounding puts u * total at the total."""
+    running = weights.cumsum(0)
+    index = (running <= u * running[-1]).sum()
+    positions = torch.arange(weights.shape[0], device=weights.device)
+    last_positive = torch.where(weights > 0, positions, torch.zeros_like(positions)).max()
+    return torch.minimum(index, last_positive)
+
+
+def ras_select(scores: torch.Tensor, recent: torch.Tensor, uniforms: torch.Tensor, top_p: float, top_k: int,
+               repeat_threshold: float) -> torch.Tensor:
+    """Repetition-aware sampling as one static-shape function (no host sync; a CUDA graph can hold it).
+
+    ``recent``: the last ``win_size`` decoded ids (-1 where fewer exist); ``uniforms``: two draws in [0, 1), the
+    first for the nucleus pick, the second for the fallback. Same distribution as ``RepetitionAwareSampler``:
+    nucleus from the stable top-k, and when the pick occurs ``repeat_threshold`` times in ``recent``, a draw from
+    everything else. Returns a 0-d long tensor."""
+    probs = scores.float().softmax(dim=0)
+    values, ids = stable_top_k(probs, top_k)
+    weights = torch.where(nucleus_keep_mask(values, top_p, top_k), values, torch.zeros_like(values))
+    # index_select, not ids[tensor]: indexing with a 0-d tensor would read it on the host
+    pick = ids.index_select(0, inverse_cdf_index(weights, uniforms[0]).reshape(1)).reshape(())
+    repeats = (recent == pick).sum()
+    banned = scores.float().index_fill(0, pick.reshape(1), float("-inf")).softmax(dim=0)
+    fallback = inverse_cdf_index(banned, uniforms[1])
+    return torch.where(repeats >= repeat_threshold, fallback, pick)
+
+
 def sample_nucleus(scores: torch.Tensor, top_p: float, top_k: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """Draw one id from the top-p / top-k nucleus of ``softmax(scores)``; 0-d long tensor."""
     probs = scores.float().softmax(dim=0)
@@ -116,6 +158,12 @@ class RepetitionAwareSampler:
             win_size=int(args.get("win_size", defaults.win_size)),
             tau_r=float(args.get("tau_r", defaults.tau_r)),
         )
+
+    @classmethod
+    def for_model_config(cls, config: dict[str, Any] | None) -> RepetitionAwareSampler:
+        """The sampler a whole model config (yaml) asks for in ``llm.sampling``; the defaults where it has none."""
+        node = (config or {}).get("llm", {}).get("sampling")
+        return cls.from_config(node) if node is not None else cls()
 
     @property
     def repeat_threshold(self) -> float:

@@ -98,11 +98,21 @@ def run_sentence(
     cancel: threading.Event | None = None,
     zero_noise: bool = False,
     on_thread: Callable[[threading.Thread], None] | None = None,
+    first_chunk_alone: bool = False,
 ) -> Iterator[ChunkResult]:
-    """Synthesise one sentence; yields wave chunks (1-D tensors on the model's device) with timings."""
+    """Synthesise one sentence; yields wave chunks (1-D tensors on the model's device) with timings.
+
+    ``first_chunk_alone`` (streaming): once the first chunk's tokens exist, the LLM waits until that chunk's
+    token2wav work has finished (on a GPU: its event), so the first chunk does not share the device with
+    decoding - first audio sooner; the LLM, far ahead of playback, resumes after it."""
     cancel = cancel or threading.Event()
     stop = threading.Event()
     buffer = TokenBuffer()
+    schedule = make_schedule(model.version, inputs.flow_prompt_speech_token.shape[1])
+    first_chunk_alone = first_chunk_alone and stream
+    first_chunk_tokens = schedule.tokens_needed() if first_chunk_alone else None
+    first_chunk_launched = threading.Event()  # set with first_chunk_done recorded (or when the sentence ends)
+    first_chunk_done: list[torch.cuda.Event] = []
 
     # On a GPU the LLM runs on its own CUDA stream so its kernels overlap the vocoder's (tokens cross over as
     # host ints after the per-token sync, so no cross-stream tensor hazard exists).
@@ -111,10 +121,14 @@ def run_sentence(
     def produce() -> None:
         try:
             with torch.inference_mode(), (torch.cuda.stream(llm_stream) if llm_stream is not None else nullcontext()):
-                for token in token_source(inputs, stop):
+                for count, token in enumerate(token_source(inputs, stop), 1):
                     if stop.is_set() or cancel.is_set():
                         break
                     buffer.push(token)
+                    if count == first_chunk_tokens:
+                        first_chunk_launched.wait()
+                        for event in first_chunk_done:
+                            event.synchronize()
         except BaseException as err:  # noqa: BLE001 - handed to the consumer, which re-raises it
             buffer.finish(err)
             return
@@ -125,7 +139,6 @@ def run_sentence(
         on_thread(producer)
     state = Token2Wav(model, inputs.flow_prompt_speech_token, inputs.prompt_speech_feat, inputs.flow_embedding,
                       zero_noise=zero_noise, speed=speed, streaming=stream)
-    schedule = make_schedule(model.version, inputs.flow_prompt_speech_token.shape[1])
     producer.start()
     try:
         while True:
@@ -145,12 +158,19 @@ def run_sentence(
             timings = {"first_token": buffer.first_token_time or time.perf_counter(), "tokens_ready": time.perf_counter()}
             with torch.inference_mode():
                 pcm = state(tokens, call)
+            if first_chunk_alone and not first_chunk_launched.is_set():
+                if model.device.type == "cuda":  # launched, not finished: the producer waits for this event
+                    event = torch.cuda.Event()
+                    event.record()
+                    first_chunk_done.append(event)
+                first_chunk_launched.set()
             timings.update(state_timings(state))
             yield ChunkResult(pcm=pcm, timings=timings, final=call.finalize)
             if call.finalize:
                 return
     finally:
         stop.set()
+        first_chunk_launched.set()
         producer.join()
 
 

@@ -311,22 +311,24 @@ class Synthesizer:
         from cosydesk.model.sampling import RepetitionAwareSampler, filter_silent_tokens, generate_speech_tokens
         from cosydesk.runtime.host_sampler import HostSampler
 
-        sampling = self.model.config["llm"].get("sampling")
-        sampler = HostSampler(RepetitionAwareSampler.from_config(sampling) if sampling is not None
-                              else RepetitionAwareSampler())
+        llm = self.model.llm
+        sampler = HostSampler(RepetitionAwareSampler.for_model_config(self.model.config))
         seed = request.seed
-        silent = getattr(self.model.llm, "silent_tokens", None)
+        silent = getattr(llm, "silent_tokens", None)
+        # the cudagraph LLM chooses ids on the device (its own copy of the same sampler) and runs ahead of the host
+        generate = getattr(llm, "generate_speech_tokens", None)
 
         def source(inputs, stop):
             generator = None
-            if seed is not None:  # sampling runs on the host (HostSampler), so does its generator
+            if seed is not None:  # random draws come from the host in both loops, so does the generator
                 generator = torch.Generator(device="cpu").manual_seed(int(seed))
             device = self.model.device
-            tokens = generate_speech_tokens(
-                self.model.llm, inputs.text.to(device), inputs.prompt_text.to(device),
-                inputs.llm_prompt_speech_token.to(device), inputs.llm_embedding.to(device=device, dtype=self.model.dtype),
-                sampler, generator=generator,
-            )
+            args = (inputs.text.to(device), inputs.prompt_text.to(device), inputs.llm_prompt_speech_token.to(device),
+                    inputs.llm_embedding.to(device=device, dtype=self.model.dtype))
+            if generate is not None:
+                tokens = generate(*args, generator=generator)
+            else:
+                tokens = generate_speech_tokens(llm, *args, sampler, generator=generator)
             return filter_silent_tokens(tokens, silent) if silent else tokens
 
         return source

@@ -132,6 +132,58 @@ def test_ras_host_and_device_forms_draw_the_same_distribution():
         assert (0 in host) == (history == [9, 9])
 
 
+def test_stable_top_k_equals_the_head_of_a_full_stable_sort():
+    """The graph-capturable top-k (unique int64 keys) keeps the reference's tie order, also at the k-th place."""
+    from cosydesk.model.sampling import stable_top_k
+
+    for trial in range(100):
+        g = torch.Generator().manual_seed(trial)
+        if trial % 2:
+            probs = torch.randint(0, 5, (300,), generator=g).float()  # many ties
+        else:  # float16-rounded logits, as the GPU produces them
+            probs = (torch.randn(6564, generator=g) * 3).half().float()
+        probs = probs.softmax(0) if not trial % 2 else probs / probs.sum()
+        values, ids = stable_top_k(probs, 25)
+        ref_values, ref_ids = probs.sort(descending=True, stable=True)
+        assert torch.equal(values, ref_values[:25]) and torch.equal(ids, ref_ids[:25]), trial
+    assert stable_top_k(torch.tensor([0.25, 0.5, 0.25]), 25)[1].tolist() == [1, 0, 2]
+
+
+def test_inverse_cdf_index_draws_by_weight_and_never_a_zero_weight():
+    from cosydesk.model.sampling import inverse_cdf_index
+
+    weights = torch.tensor([0.0, 0.5, 0.0, 0.25, 0.25, 0.0])
+    picks = [int(inverse_cdf_index(weights, torch.tensor(u))) for u in (0.0, 0.49, 0.5, 0.74, 0.75, 0.9999999, 1.0)]
+    assert picks == [1, 1, 3, 3, 4, 4, 4]  # u = 1.0 (rounding's worst case) still lands on a positive weight
+    grid = (torch.arange(4000) + 0.5) / 4000
+    counts = Counter(int(inverse_cdf_index(weights, u)) for u in grid)
+    assert counts == Counter({1: 2000, 3: 1000, 4: 1000})
+
+
+def test_ras_select_has_the_reference_law_on_a_grid_of_uniforms():
+    """The static-shape RAS (what the cudagraph LLM runs on the device): with the nucleus uniform on an even grid
+    the picks' frequencies are the renormalised nucleus; on a repeat, the fallback's are the rest renormalised."""
+    from cosydesk.model.sampling import ras_select
+
+    sampler = RepetitionAwareSampler(top_p=0.8, top_k=25, win_size=10, tau_r=0.1)
+    scores = _logits_for([0.5, 0.3, 0.1, 0.06, 0.04])  # nucleus: 0, 1 (mass before 2 is 0.8)
+    grid = (torch.arange(1000) + 0.5) / 1000
+
+    def law(recent, which):
+        counts = Counter()
+        for u in grid:
+            uniforms = torch.stack([u, u]) if which == "both" else torch.stack([u if which == 0 else grid[0], u])
+            counts[int(ras_select(scores, torch.tensor(recent), uniforms, sampler.top_p, sampler.top_k,
+                                  sampler.repeat_threshold))] += 1
+        return counts
+
+    assert law([-1] * 10, 0) == Counter({0: 625, 1: 375})  # 0.5 / 0.8 and 0.3 / 0.8
+    # id 0 is the nucleus pick for the first uniform (grid[0]) and repeats in the window: fallback over ids 1..4
+    fallback = law([0] + [-1] * 9, 1)
+    assert fallback == Counter({1: 600, 2: 200, 3: 120, 4: 80})
+    assert law([1] + [-1] * 9, 1) == Counter({0: 1000})  # the window holds id 1, not the pick 0: no fallback
+
+
 def test_ras_from_the_yaml_sampling_node():
     node = read_yaml(fixture_dir("v2") / "model" / "cosyvoice2.yaml")["llm"]["sampling"]
     assert RepetitionAwareSampler.from_config(node) == RepetitionAwareSampler(top_p=0.8, top_k=25, win_size=10, tau_r=0.1)

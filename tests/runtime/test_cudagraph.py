@@ -135,6 +135,67 @@ def test_static_qwen_bucket_padding_junk_is_harmless_cpu(tiny_v2_model):
         assert torch.allclose(ours, ref_logits, atol=1e-4, rtol=1e-4)
 
 
+def _static_lm(lm, max_len=256):
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+
+    return StaticQwenLM(lm, max_len=max_len, prefill_buckets=(48,), use_graphs=False)
+
+
+def test_decode_ahead_greedy_equals_the_shared_loop_cpu(tiny_v2_model):
+    """The device-side choice + decode-ahead loop yields what the shared host loop yields over the same LLM,
+    including the min-length rule and the stop id (made to win once it is allowed)."""
+    import copy
+
+    from cosydesk.model.sampling import GreedySampler, generate_speech_tokens
+
+    lm = copy.deepcopy(tiny_v2_model.llm)
+    static = _static_lm(lm)
+    text, prompt_text, prompt_speech = _prompt(3)
+    ref = list(generate_speech_tokens(static, text, prompt_text, prompt_speech, None, GreedySampler()))
+    assert len(ref) == 20 * text.shape[1]  # random weights: never stops, runs to max_len
+    assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)) == ref
+    with torch.no_grad():
+        lm.llm_decoder.bias[lm.eos_id] += 1e4  # eos wins as soon as the min-length rule stops masking it
+    ref = list(generate_speech_tokens(static, text, prompt_text, prompt_speech, None, GreedySampler()))
+    assert len(ref) == 2 * text.shape[1]
+    assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)) == ref
+
+
+def test_decode_ahead_sampling_is_seeded_and_forced_ids_are_consumed_cpu(tiny_v2_model):
+    static = _static_lm(tiny_v2_model.llm)
+    text, prompt_text, prompt_speech = _prompt(4)
+
+    def sampled(seed):
+        gen = torch.Generator().manual_seed(seed)
+        return list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, generator=gen))
+
+    first = sampled(5)
+    assert first == sampled(5) and first != sampled(6)
+    assert not set(first) & tiny_v2_model.llm.stop_ids and len(first) == 20 * text.shape[1]
+    forced = [7, 6000, 12, 12, 12, 3000]  # the benchmark's forced ids: emitted, and what the LLM is fed
+    assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, forced=forced)) == forced
+    from cosydesk.model.sampling import teacher_forced_logits
+
+    ref = teacher_forced_logits(tiny_v2_model.llm, text, prompt_text, prompt_speech, None, forced)
+    assert torch.allclose(static.decode_logits, ref[-1], atol=1e-4, rtol=1e-4)
+
+
+def test_decode_ahead_stops_at_the_static_cache_like_decode_step_cpu(tiny_v2_model):
+    from cosydesk.model.sampling import GreedySampler, generate_speech_tokens
+
+    static = _static_lm(tiny_v2_model.llm, max_len=60)
+    text, prompt_text, prompt_speech = _prompt(3)
+    counts = []
+    for tokens in (generate_speech_tokens(static, text, prompt_text, prompt_speech, None, GreedySampler()),
+                   static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)):
+        got = []
+        with pytest.raises(ValueError, match="static KV cache of 60"):
+            for token in tokens:
+                got.append(token)
+        counts.append(got)
+    assert counts[0] == counts[1] and counts[0]
+
+
 def test_decode_layer_gemv_form_matches_gemm_and_sdpa_cpu():
     """The compiled decode layer's multiply + reduce projections and attention equal F.linear + SDPA (GQA)."""
     from cosydesk.runtime.cudagraph.qwen import decoder_layer
@@ -217,12 +278,23 @@ def test_graph_backend_matches_eager_and_allocates_nothing_per_request(tiny_v2_m
         ref, ref_state = tiny_v2_model.llm.decode_step(token, ref_state)
         ours, state = model.llm.decode_step(token, state)
         assert torch.allclose(ours.cpu(), ref, atol=5e-2, rtol=5e-2)
+    # decode-ahead on the captured graphs: greedy equals the host loop over the same graphs; seeded sampling repeats
+    from cosydesk.model.sampling import GreedySampler, generate_speech_tokens
+
+    assert {"decode", "select_prefill"} <= set(model.llm.graphs)
+    ref = list(generate_speech_tokens(model.llm, text, prompt_text, prompt_speech, None, GreedySampler()))
+    assert list(model.llm.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)) == ref
+    runs = [list(model.llm.generate_speech_tokens(text, prompt_text, prompt_speech, None,
+                                                  generator=torch.Generator().manual_seed(9))) for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0]) == len(ref) and runs[0] != ref
     torch.cuda.synchronize()
     before = torch.cuda.memory_stats()["reserved_bytes.all.current"]
-    for _ in range(3):
+    for seed in range(3):
         logits, state = model.llm.prefill(text, prompt_text, prompt_speech, None)
         for token in range(20):
             logits, state = model.llm.decode_step(token, state)
+        generator = torch.Generator().manual_seed(seed)
+        assert len(list(model.llm.generate_speech_tokens(text, prompt_text, prompt_speech, None, generator=generator)))
     torch.cuda.synchronize()
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == before
     assert model.flow.decoder.graphs and not model.flow.decoder.capture_errors
@@ -253,23 +325,33 @@ def test_graph_backend_matches_eager_and_allocates_nothing_per_request(tiny_v2_m
     assert model.hift.eager_calls - eager_hift == 3  # only the free-length final chunk of each request
 
 
-def _pipeline_sentence(model, seed: int = 0) -> list[np.ndarray]:
-    """One streamed sentence through run_sentence (LLM producer thread + token2wav, as the app and the bench run
-    it) with 80 forced speech tokens; returns the chunks on the host."""
-    from cosydesk.runtime.pipeline import SentenceInputs, run_sentence
+def _sentence_inputs(seed: int):
+    """Pipeline inputs for one sentence and 80 forced speech tokens."""
+    from cosydesk.runtime.pipeline import SentenceInputs
 
-    dev = model.device
     text, prompt_text, prompt_speech = _prompt(seed)
     g = torch.Generator().manual_seed(seed)
     inputs = SentenceInputs(text=text, prompt_text=prompt_text, llm_prompt_speech_token=prompt_speech,
                             llm_embedding=torch.randn(1, 192, generator=g), flow_prompt_speech_token=prompt_speech,
                             prompt_speech_feat=torch.randn(1, 40, 80, generator=g),
                             flow_embedding=torch.randn(1, 192, generator=g))
-    forced = torch.randint(0, 6561, (80,), generator=g).tolist()
+    return inputs, torch.randint(0, 6561, (80,), generator=g).tolist()
+
+
+def _pipeline_sentence(model, seed: int = 0, first_chunk_alone: bool = False) -> list[np.ndarray]:
+    """One streamed sentence through run_sentence (LLM producer thread + token2wav, as the app and the bench run
+    it) with 80 forced speech tokens; returns the chunks on the host."""
+    from cosydesk.runtime.pipeline import run_sentence
+
+    dev = model.device
+    inputs, forced = _sentence_inputs(seed)
 
     def source(inp, stop):
-        logits, state = model.llm.prefill(inp.text.to(dev), inp.prompt_text.to(dev),
-                                          inp.llm_prompt_speech_token.to(dev), None)
+        args = (inp.text.to(dev), inp.prompt_text.to(dev), inp.llm_prompt_speech_token.to(dev), None)
+        if hasattr(model.llm, "generate_speech_tokens"):  # the graph LLM's own (decode-ahead) loop
+            yield from model.llm.generate_speech_tokens(*args, forced=forced)
+            return
+        logits, state = model.llm.prefill(*args)
         for token in forced:
             if stop.is_set():
                 return
@@ -277,7 +359,37 @@ def _pipeline_sentence(model, seed: int = 0) -> list[np.ndarray]:
             logits, state = model.llm.decode_step(token, state)
             int(torch.argmax(logits))  # the sampler's per-token host sync
 
-    return [r.pcm.float().cpu().numpy() for r in run_sentence(model, inputs, source, stream=True, zero_noise=True)]
+    return [r.pcm.float().cpu().numpy() for r in run_sentence(model, inputs, source, stream=True, zero_noise=True,
+                                                               first_chunk_alone=first_chunk_alone)]
+
+
+def test_first_chunk_alone_holds_the_llm_until_the_first_chunk_is_done_cpu(tiny_v2_model, monkeypatch):
+    from cosydesk.runtime import pipeline
+    from cosydesk.runtime.schedule import make_schedule
+
+    finished = []
+
+    class CountingToken2Wav(pipeline.Token2Wav):
+        def __call__(self, *args, **kwargs):
+            out = super().__call__(*args, **kwargs)
+            finished.append(out)
+            return out
+
+    monkeypatch.setattr(pipeline, "Token2Wav", CountingToken2Wav)
+    inputs, forced = _sentence_inputs(0)
+    chunks_when_asked = []
+
+    def source(inp, stop):
+        for token in forced:
+            chunks_when_asked.append(len(finished))
+            yield token
+
+    alone = [r.pcm.numpy() for r in pipeline.run_sentence(tiny_v2_model, inputs, source, stream=True, zero_noise=True,
+                                                          first_chunk_alone=True)]
+    first = make_schedule("v2", inputs.flow_prompt_speech_token.shape[1]).tokens_needed()
+    assert chunks_when_asked[:first] == [0] * first and chunks_when_asked[first] == 1
+    shared = _pipeline_sentence(tiny_v2_model)
+    assert len(alone) == len(shared) and all(np.array_equal(a, b) for a, b in zip(alone, shared))
 
 
 def test_pipeline_sentence_helper_streams_cpu(tiny_v2_model):
@@ -296,8 +408,8 @@ def test_pipeline_sentences_reserve_nothing_new_on_the_graph_backend(tiny_v2_mod
         _pipeline_sentence(model)
     torch.cuda.synchronize()
     reserved = torch.cuda.memory_stats()["reserved_bytes.all.current"]
-    for _ in range(40):  # (the chunk count depends on thread timing, so chunks are not compared here)
-        chunks = _pipeline_sentence(model)
+    for i in range(40):  # (the chunk count depends on thread timing, so chunks are not compared here)
+        chunks = _pipeline_sentence(model, first_chunk_alone=bool(i % 2))  # also the event-gated first chunk
         assert all(np.isfinite(c).all() for c in chunks)
     torch.cuda.synchronize()
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == reserved

@@ -14,6 +14,7 @@ import dataclasses
 
 import torch
 
+from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
@@ -34,7 +35,8 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
     llm_pool, flow_pool = torch.cuda.graph_pool_handle(), torch.cuda.graph_pool_handle()
     llm = model.llm
     if model.version in ("v2", "v3"):
-        llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress)
+        llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress,
+                           sampling=RepetitionAwareSampler.for_model_config(model.config))
     flow = model.flow
     max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
     # v2's encoder is captured per bucket (v1's is not causal, v3's flow has none)

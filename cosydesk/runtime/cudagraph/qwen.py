@@ -6,6 +6,9 @@ cache with a position mask (keys at positions <= the query's), SwiGLU MLP; q/k/v
 the decode step's layer compiled (``compile.py``). The text-embedding table stays in host memory. One sequence
 at a time: the cache belongs to the object, a new ``prefill`` starts over.
 
+``generate_speech_tokens`` is the fast generation loop: the decode graph ends by choosing the next id on the
+device (``select.py``), so step n+1 is launched before the host reads id n (decode-ahead).
+
 Prefill pads the prompt up to a bucket; the padded query rows write junk K/V at positions P..bucket-1, which
 is harmless: every later query at position p first overwrites position p and only reads keys <= p.
 Logits returned by ``prefill`` / ``decode_step`` live in static buffers, valid until the next call.
@@ -14,15 +17,18 @@ Logits returned by ``prefill`` / ``decode_step`` live in static buffers, valid u
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
+from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 
 
 # Inductor tunes the block sizes of the decode layer's few kernels (its matrix-vector reductions are ~80 % of
@@ -138,7 +144,8 @@ class StaticQwenLM:
     def __init__(self, lm, max_len: int = 512, prefill_buckets: tuple[int, ...] = (32, 64, 96, 128, 192, 256),
                  use_graphs: bool = True, pool=None, progress=None, compile_backend: str | None = None,
                  host_text_embeddings: bool | None = None,
-                 decode_compile_options: dict | None = DECODE_COMPILE_OPTIONS):
+                 decode_compile_options: dict | None = DECODE_COMPILE_OPTIONS,
+                 sampling: RepetitionAwareSampler | None = None):
         self.lm = lm
         backbone = lm.llm.model.model
         self.layers = [fuse_layer(layer) for layer in backbone.layers]
@@ -175,6 +182,8 @@ class StaticQwenLM:
         self.prefill_pos = {b: torch.arange(b, device=self.device) for b in self.prefill_buckets}
         self.prefill_last = torch.zeros(1, dtype=torch.long, device=self.device)
         self.prefill_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
+        self.selector = DeviceTokenSelector(self.token, weight.shape[0], max_len, lm.min_len_masked_ids, sampling)
+        self.host_ids = HostIds(self.token)
         self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self.eager_prefills = 0
         # The decode step is the hot loop: its layer is compiled (fused kernels) where Inductor is available, in
@@ -213,9 +222,16 @@ class StaticQwenLM:
         return _rms(x, self.final_norm.weight, self.final_norm.variance_epsilon)
 
     def _decode_body(self) -> None:
+        """One step: logits of ``token`` at ``position``, then the next id chosen into ``token`` and the
+        position advanced (for ``generate_speech_tokens``; ``decode_step`` sets both from the host anyway)."""
         embeds = self.lm.speech_embedding.weight.index_select(0, self.token).view(1, 1, self.hidden)
         hidden = self.forward(embeds, self.position, self.decode_layer)
         self.decode_logits.copy_(self.lm.llm_decoder(hidden[0, -1]).float())
+        self.selector.body(self.decode_logits)
+        self.position.add_(1)
+
+    def _select_prefill_body(self) -> None:
+        self.selector.body(self.prefill_logits)
 
     def _prefill_body(self, bucket: int) -> None:
         hidden = self.forward(self.prefill_in[bucket], self.prefill_pos[bucket])
@@ -224,12 +240,13 @@ class StaticQwenLM:
 
     # --- capture ---------------------------------------------------------------------------------------
     def capture(self, pool=None, progress=None) -> None:
-        jobs = [("decode", self._decode_body)] + [(f"prefill{b}", functools.partial(self._prefill_body, b))
+        jobs = [("decode", self._decode_body), ("select_prefill", self._select_prefill_body)] + [(f"prefill{b}", functools.partial(self._prefill_body, b))
                                                   for b in self.prefill_buckets]
         # two warm-up rounds: cuBLAS handles, SDPA kernel choice, the compiled layer
         self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
         self.k_cache.zero_()
         self.v_cache.zero_()
+        self.selector.start(0, False, torch.zeros(0, 2))
 
     # --- runtime API -----------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -266,6 +283,49 @@ class StaticQwenLM:
             self._decode_body()
         state.length += 1
         return self.decode_logits, state
+
+    def _replay(self, name: str, body) -> None:
+        if name in self.graphs:
+            self.graphs[name].replay()
+        else:
+            body()
+
+    @torch.inference_mode()
+    def generate_speech_tokens(self, text, prompt_text, prompt_speech_token, embedding, greedy: bool = False,
+                               min_len_ratio: float = 2, max_len_ratio: float = 20,
+                               generator: torch.Generator | None = None,
+                               forced: Sequence[int] | None = None) -> Iterator[int]:
+        """``model.sampling.generate_speech_tokens`` (same length rules, stop ids never yielded) with the choice
+        made on the device: repetition-aware sampling (the ``sampling`` given at construction) or ``greedy``
+        argmax; ``forced`` ids (benchmark) override the choice and set the length. Step n+1 is queued before id
+        n is read, so the GPU never waits for the host; a stop id costs one dropped step."""
+        min_len, max_tokens = length_limits(int(text.shape[1]), min_len_ratio, max_len_ratio)
+        if forced is not None:
+            min_len, max_tokens = 0, len(forced)
+        max_tokens = min(max_tokens, self.max_len)
+        if max_tokens <= 0:
+            return
+        uniforms = torch.rand(max_tokens, 2, generator=generator)  # host draws: seeded requests reproduce
+        self.selector.start(min_len, greedy, uniforms, forced)
+        _, state = self.prefill(text, prompt_text, prompt_speech_token, embedding)
+        length = state.length
+        self._replay("select_prefill", self._select_prefill_body)
+        self.host_ids.enqueue(0)
+        self.position.fill_(length)
+        stop_ids = self.lm.stop_ids
+        for n in range(max_tokens):
+            cache_full = False
+            if n + 1 < max_tokens:  # step n consumes id n at position length + n and chooses id n + 1
+                cache_full = length + n >= self.max_len
+                if not cache_full:
+                    self._replay("decode", self._decode_body)
+                    self.host_ids.enqueue(n + 1)
+            token = self.host_ids.read(n)
+            if token in stop_ids:
+                return
+            yield token
+            if cache_full:
+                raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
 
     def __getattr__(self, item):  # everything else (stop ids, eos id, sampling helpers) from the module
         return getattr(self.__dict__["lm"], item)
