@@ -106,7 +106,7 @@ class LoopOptions:
     """How each sentence runs: the sampler the LLM thread uses, and whether the first chunk runs alone."""
 
     sampler: str = "argmax"
-    first_chunk_alone: bool = False
+    first_chunk_alone: bool = True  # as the app runs a request's first sentence
 
 
 def make_chooser(sampler: str, seed: int):
@@ -559,7 +559,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         subset = sentences[:args.eager_limit] if (args.eager_limit and eager) else sentences
         metrics, art = run_backend(name, master, subset, args.runs, args.warmup, sentences[:args.fidelity],
                                    device, log=log, soak=0 if (eager and args.eager_limit) else args.soak,
-                                   loop=LoopOptions(args.sampler, args.first_chunk_alone))
+                                   loop=LoopOptions(args.sampler, args.first_chunk == "alone"))
         metrics["sentences"] = len(subset) * args.runs
         results[name], artefacts[name] = metrics, art
         out_partial = Path(args.out)
@@ -584,7 +584,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         "corpus": str(args.corpus),
         "sentences": len(texts) * args.runs,
         "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit, "soak": args.soak,
-                     "sampler": args.sampler, "first_chunk_alone": args.first_chunk_alone,
+                     "sampler": args.sampler, "first_chunk": args.first_chunk,
                      "tokens_per_second": TOKENS_PER_SECOND, "chars_per_second": CHARS_PER_SECOND,
                      "prompt_tokens": PROMPT[master.version][0], "prompt_frames": PROMPT[master.version][1],
                      "zero_noise": True, "seed": args.seed,
@@ -632,8 +632,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="N further sentences after the timed pass (backends not cut by --eager-limit), VRAM drift reported")
     p.add_argument("--sampler", choices=SAMPLERS, default="argmax",
                    help="per-token id read by the LLM thread: argmax (bare host sync) or ras (the app's sampler)")
-    p.add_argument("--first-chunk-alone", action="store_true",
-                   help="the LLM waits while each sentence's first chunk runs (run_sentence's first_chunk_alone)")
+    p.add_argument("--first-chunk", choices=("alone", "shared"), default="alone",
+                   help="alone (as the app runs a request's first sentence): the LLM waits while the first chunk "
+                        "runs; shared: both run at once")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--out", default="bench-out")

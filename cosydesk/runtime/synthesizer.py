@@ -374,8 +374,11 @@ class Synthesizer:
                 for s_index, sentence in enumerate(sentences):
                     inputs = self._sentence_inputs(sentence, voice)
                     last_sentence = s_index == len(sentences) - 1
+                    # the request's first chunk is its first audio: it gets the device to itself (the LLM waits
+                    # for it; measured on the H200, 92 -> 77 ms). Later sentences play behind earlier ones, so
+                    # their LLM keeps running (the hold costs throughput, RTF 0.049 -> 0.057 per sentence).
                     for result in run_sentence(self.model, inputs, token_source, stream=stream, speed=request.speed,
-                                               cancel=cancel, on_thread=self._track):
+                                               cancel=cancel, on_thread=self._track, first_chunk_alone=s_index == 0):
                         pcm = self._to_host(result.pcm)
                         if result.final and not last_sentence:
                             pcm = np.concatenate([pcm, pause])

@@ -191,6 +191,8 @@ class StaticQwenLM:
         # Prefill runs once per sentence and keeps the plain layer (no compile per prefill bucket).
         self.decode_layer = compiled(decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
                                      options=decode_compile_options, eager=decoder_layer)
+        # the choice of the next id, ~25 small ops, fused too (H200: 0.156 -> 0.078 ms per token)
+        self.select = compiled(self.selector.body, self.device, dynamic=False, backend=compile_backend)
         if use_graphs:
             self.capture(pool, progress)
 
@@ -227,11 +229,11 @@ class StaticQwenLM:
         embeds = self.lm.speech_embedding.weight.index_select(0, self.token).view(1, 1, self.hidden)
         hidden = self.forward(embeds, self.position, self.decode_layer)
         self.decode_logits.copy_(self.lm.llm_decoder(hidden[0, -1]).float())
-        self.selector.body(self.decode_logits)
+        self.select(self.decode_logits)
         self.position.add_(1)
 
     def _select_prefill_body(self) -> None:
-        self.selector.body(self.prefill_logits)
+        self.select(self.prefill_logits)
 
     def _prefill_body(self, bucket: int) -> None:
         hidden = self.forward(self.prefill_in[bucket], self.prefill_pos[bucket])
