@@ -89,7 +89,7 @@ def make_forced_sentences(version: str, texts: list[str], seed: int = 0) -> list
 
 
 class LLMStats:
-    """Decode time per token measured on the producer thread (after prefill, incl. the per-token sync)."""
+    """Time per token the producer thread spends getting the next id (after prefill, incl. the per-token sync)."""
 
     def __init__(self) -> None:
         self.prefill_s: list[float] = []
@@ -155,17 +155,27 @@ def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_strea
                                   forced=speech_ids)
             else:
                 tokens = generic_loop(args)
-            t1 = None
-            for token in tokens:
-                t1 = t1 or time.perf_counter()  # the first id read: prefill done
+            # time spent producing ids only: not while suspended at ``yield`` (the pipeline may hold the LLM
+            # while the first chunk runs, or the consumer may be slow to ask)
+            prefill_s, decode_s, steps = None, 0.0, 0
+            tokens = iter(tokens)
+            while True:
+                t = time.perf_counter()
+                token = next(tokens, None)
+                if token is None:
+                    break
+                if prefill_s is None:
+                    prefill_s = time.perf_counter() - t0  # the first id read: prefill (and its choice) done
+                else:
+                    decode_s, steps = decode_s + time.perf_counter() - t, steps + 1
                 if stop.is_set():
                     return
                 yield token
-            t2 = time.perf_counter()
             with stats.lock:
-                stats.prefill_s.append((t1 or t2) - t0)
-                stats.decode_s += t2 - (t1 or t2)
-                stats.decode_steps += max(len(speech_ids) - 1, 0)
+                if prefill_s is not None:
+                    stats.prefill_s.append(prefill_s)
+                stats.decode_s += decode_s
+                stats.decode_steps += steps
 
     return source
 

@@ -48,12 +48,14 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert set(report["machine"]) >= {"gpu", "driver", "torch", "cuda"}
     assert {"commit", "model", "corpus", "sentences", "backends"} <= set(report)
     assert report["sentences"] == 1 and report["settings"]["sampler"] == "ras"
+    assert report["settings"]["first_chunk"] == "alone"  # the default, as the app runs a request's first sentence
     m = report["backends"]["eager-fp32"]
     assert set(m["first_audio_ms"]) >= {"mean", "p50", "p99"} and set(m["total_ms"]) >= {"mean", "p99"}
     for key in ("rtf", "sentences_per_s", "peak_reserved_gb", "peak_nvml_gb", "vram_drift_pct"):
         assert key in m
     assert 0 < m["first_audio_ms"]["p50"] <= m["total_ms"]["p99"] + 1e-6
     assert m["rtf"] > 0 and m["fidelity"]["nan_count"] == 0
+    assert m["stages"]["llm_ms_per_token"] > 0 and m["stages"]["llm_prefill_ms"] > 0
     assert set(m["fidelity"]) >= {"mel_rel_err", "snr_db", "nan_count"}
     assert m["soak"]["sentences"] == 2 and m["soak"]["nan_count"] == 0
     assert len(report["series"]["eager-fp32"]["soak_reserved_gb"]) == 2
