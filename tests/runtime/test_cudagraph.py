@@ -142,23 +142,35 @@ def _static_lm(lm, max_len=256):
     return StaticQwenLM(lm, max_len=max_len, prefill_buckets=(48,), use_graphs=False)
 
 
-def test_decode_ahead_greedy_equals_the_shared_loop_cpu(tiny_v2_model):
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_decode_ahead_greedy_equals_the_shared_loop_cpu(tiny_v2_model, version, tmp_path):
     """The device-side choice + decode-ahead loop yields what the shared host loop yields over the same LLM,
     including the min-length rule and the stop id (made to win once it is allowed)."""
     import copy
 
     from cosydesk.model.sampling import GreedySampler, generate_speech_tokens
 
-    lm = copy.deepcopy(tiny_v2_model.llm)
+    if version == "v2":
+        lm = copy.deepcopy(tiny_v2_model.llm)
+    else:
+        from cosydesk.testing.full_size import random_model
+
+        lm = random_model("v3", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True).llm
     static = _static_lm(lm)
     text, prompt_text, prompt_speech = _prompt(3)
     ref = list(generate_speech_tokens(static, text, prompt_text, prompt_speech, None, GreedySampler()))
     assert len(ref) == 20 * text.shape[1]  # random weights: never stops, runs to max_len
     assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)) == ref
+    # eos wins as soon as the min-length rule stops masking it (v3: the rule masks sos, so eos wins at once)
+    decoder = lm.llm_decoder
+    biased = torch.nn.Linear(decoder.in_features, decoder.out_features)
     with torch.no_grad():
-        lm.llm_decoder.bias[lm.eos_id] += 1e4  # eos wins as soon as the min-length rule stops masking it
+        biased.weight.copy_(decoder.weight)
+        biased.bias.copy_(decoder.bias if decoder.bias is not None else torch.zeros(decoder.out_features))
+        biased.bias[lm.eos_id] += 1e4
+    lm.llm_decoder = biased
     ref = list(generate_speech_tokens(static, text, prompt_text, prompt_speech, None, GreedySampler()))
-    assert len(ref) == 2 * text.shape[1]
+    assert len(ref) == (2 * text.shape[1] if version == "v2" else 0)
     assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)) == ref
 
 
