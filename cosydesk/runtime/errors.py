@@ -23,5 +23,9 @@ class PromptError(SynthesisError):
     pass
 
 
+class NumericalError(SynthesisError):
+    """The model's scores stopped being finite numbers (NaN/inf, e.g. an fp16 overflow): no token can be drawn."""
+
+
 class OutOfMemoryError(SynthesisError):
     """The GPU ran out of memory during a request (the model stays loaded; the next request may succeed)."""

@@ -108,6 +108,7 @@ def test_static_qwen_compiled_layer_matches_and_compiles_once_cpu(tiny_v2_model)
         ref_logits, ref_state = lm.decode_step(token, ref_state)
         ours, state = static.decode_step(token, state)
         assert torch.allclose(ours, ref_logits, atol=1e-4, rtol=1e-4), token
+    assert len(list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, forced=[1, 2, 3]))) == 3
     assert counters["stats"]["unique_graphs"] == 2  # the layer (shared by every layer) and the id selector
     torch._dynamo.reset()
 
@@ -162,13 +163,7 @@ def test_decode_ahead_greedy_equals_the_shared_loop_cpu(tiny_v2_model, version, 
     assert len(ref) == 20 * text.shape[1]  # random weights: never stops, runs to max_len
     assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)) == ref
     # eos wins as soon as the min-length rule stops masking it (v3: the rule masks sos, so eos wins at once)
-    decoder = lm.llm_decoder
-    biased = torch.nn.Linear(decoder.in_features, decoder.out_features)
-    with torch.no_grad():
-        biased.weight.copy_(decoder.weight)
-        biased.bias.copy_(decoder.bias if decoder.bias is not None else torch.zeros(decoder.out_features))
-        biased.bias[lm.eos_id] += 1e4
-    lm.llm_decoder = biased
+    _biased_decoder(lm, {lm.eos_id: 1e4})
     ref = list(generate_speech_tokens(static, text, prompt_text, prompt_speech, None, GreedySampler()))
     assert len(ref) == (2 * text.shape[1] if version == "v2" else 0)
     assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)) == ref
@@ -191,6 +186,75 @@ def test_decode_ahead_sampling_is_seeded_and_forced_ids_are_consumed_cpu(tiny_v2
 
     ref = teacher_forced_logits(tiny_v2_model.llm, text, prompt_text, prompt_speech, None, forced)
     assert torch.allclose(static.decode_logits, ref[-1], atol=1e-4, rtol=1e-4)
+
+
+def _biased_decoder(lm, bias: dict[int, float]) -> None:
+    """Give ``lm`` an llm_decoder with a bias (v3's has none) raised at the given ids."""
+    decoder = lm.llm_decoder
+    biased = torch.nn.Linear(decoder.in_features, decoder.out_features)
+    with torch.no_grad():
+        biased.weight.copy_(decoder.weight)
+        biased.bias.copy_(decoder.bias if decoder.bias is not None else torch.zeros(decoder.out_features))
+        for i, value in bias.items():
+            biased.bias[i] += value
+    lm.llm_decoder = biased
+
+
+def test_decode_ahead_sampling_follows_the_reference_loop_step_by_step_cpu(tiny_v2_model):
+    """The device loop against the reference loop written out on the host (same uniform row per step, the last
+    10 ids as the window, min-length masking, stop ids), on a model biased so that repeats trigger the fallback
+    and eos competes once allowed: identical tokens and lengths for several seeds."""
+    import copy
+
+    from cosydesk.model.sampling import RepetitionAwareSampler, length_limits, ras_select
+
+    lm = copy.deepcopy(tiny_v2_model.llm)
+    _biased_decoder(lm, {5: 9.0, 6: 9.0, 7: 9.0, lm.eos_id: 7.5})
+    static = _static_lm(lm)
+    text, prompt_text, prompt_speech = _prompt(0)
+    ras = RepetitionAwareSampler()
+
+    def reference(seed):
+        min_len, max_len = length_limits(text.shape[1], 2, 20)
+        uniforms = torch.rand(max_len, 2, generator=torch.Generator().manual_seed(seed))
+        logits, state = static.prefill(text, prompt_text, prompt_speech, None)
+        out = []
+        for step in range(max_len):
+            scores = logits.float().clone()
+            if step < min_len:
+                scores[list(lm.min_len_masked_ids)] = float("-inf")
+            window = torch.tensor(([-1] * ras.win_size + out)[-ras.win_size:])
+            token = int(ras_select(scores, window, uniforms[step], ras.top_p, ras.top_k, ras.repeat_threshold))
+            if token in lm.stop_ids:
+                return out
+            out.append(token)
+            logits, state = static.decode_step(token, state)
+        return out
+
+    lengths, fallbacks = set(), 0
+    for seed in range(4):
+        ref = reference(seed)
+        assert list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None,
+                                                  generator=torch.Generator().manual_seed(seed))) == ref, seed
+        lengths.add(len(ref))
+        fallbacks += sum(t not in (5, 6, 7) for t in ref)
+    assert min(lengths) >= 2 * text.shape[1] and max(lengths) < 20 * text.shape[1]  # eos won after min_len
+    assert fallbacks  # the repetition fallback was exercised
+
+
+def test_decode_ahead_raises_on_non_finite_scores_cpu(tiny_v2_model):
+    """A NaN logit (an fp16 overflow) must stop the sentence with a clear error, not pick id 0 at every step."""
+    import copy
+
+    from cosydesk.runtime.errors import NumericalError
+
+    lm = copy.deepcopy(tiny_v2_model.llm)
+    _biased_decoder(lm, {100: float("nan")})
+    static = _static_lm(lm)
+    text, prompt_text, prompt_speech = _prompt(0)
+    for greedy in (False, True):
+        with pytest.raises(NumericalError, match="not finite"):
+            list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=greedy))
 
 
 def test_decode_ahead_stops_at_the_static_cache_like_decode_step_cpu(tiny_v2_model):

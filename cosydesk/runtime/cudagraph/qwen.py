@@ -29,6 +29,7 @@ from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
+from cosydesk.runtime.errors import NumericalError
 
 
 # Inductor tunes the block sizes of the decode layer's few kernels (its matrix-vector reductions are ~80 % of
@@ -183,7 +184,8 @@ class StaticQwenLM:
         self.prefill_last = torch.zeros(1, dtype=torch.long, device=self.device)
         self.prefill_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
         self.selector = DeviceTokenSelector(self.token, weight.shape[0], max_len, lm.min_len_masked_ids, sampling)
-        self.host_ids = HostIds(self.token)
+        self.host_ids = HostIds(self.selector.chosen)
+        self._last_generation: torch.cuda.Event | None = None  # see _after_previous_generation
         self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self.eager_prefills = 0
         # The decode step is the hot loop: its layer is compiled (fused kernels) where Inductor is available, in
@@ -251,8 +253,16 @@ class StaticQwenLM:
         self.selector.start(0, False, torch.zeros(0, 2))
 
     # --- runtime API -----------------------------------------------------------------------------------
+    def _after_previous_generation(self) -> None:
+        """A finished or abandoned ``generate_speech_tokens`` may leave its decode-ahead step queued, and that
+        step writes the cache and the selector's buffers: new work on any stream is ordered after it."""
+        if self._last_generation is not None:
+            torch.cuda.current_stream(self.device).wait_event(self._last_generation)
+            self._last_generation = None
+
     @torch.inference_mode()
     def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
+        self._after_previous_generation()
         embeds = self.lm.lm_input(text, prompt_text, prompt_speech_token, embedding).to(self.dtype)
         length = embeds.shape[1]
         bucket = bucket_for(length, self.prefill_buckets)
@@ -308,7 +318,18 @@ class StaticQwenLM:
         if max_tokens <= 0:
             return
         uniforms = torch.rand(max_tokens, 2, generator=generator)  # host draws: seeded requests reproduce
+        self._after_previous_generation()
+        # the stream the steps are launched on (a generator may be closed later, from another stream context)
+        stream = torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
         self.selector.start(min_len, greedy, uniforms, forced)
+        try:
+            yield from self._decode_ahead(text, prompt_text, prompt_speech_token, embedding, max_tokens)
+        finally:
+            if stream is not None:
+                self._last_generation = torch.cuda.Event()
+                self._last_generation.record(stream)
+
+    def _decode_ahead(self, text, prompt_text, prompt_speech_token, embedding, max_tokens: int) -> Iterator[int]:
         _, state = self.prefill(text, prompt_text, prompt_speech_token, embedding)
         length = state.length
         self._replay("select_prefill", self._select_prefill_body)
@@ -323,6 +344,9 @@ class StaticQwenLM:
                     self._replay("decode", self._decode_body)
                     self.host_ids.enqueue(n + 1)
             token = self.host_ids.read(n)
+            if token < 0:
+                raise NumericalError(f"the speech model's scores were not finite numbers (NaN/inf) at token {n}, "
+                                     "so no token could be drawn: an fp16 overflow? try --backend eager (fp32)")
             if token in stop_ids:
                 return
             yield token

@@ -10,6 +10,8 @@ What the selector holds (static buffers, reset per sentence by ``start``): the s
 rule (ids masked while step < min_len), the last ``win_size`` ids for the repetition check, one pair of
 uniforms per step (drawn on the host from the request's generator, so seeded requests stay reproducible),
 and optionally forced ids (the benchmark feeds forced ids; the choice is still computed, then overridden).
+The id for the host goes to ``chosen``: -1 when the logits were not finite (the reference sampler raises there;
+softmax of a NaN would otherwise quietly pick id 0 at every step).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class DeviceTokenSelector:
                  sampling: RepetitionAwareSampler | None = None):
         device = token.device
         self.token = token
+        self.chosen = torch.zeros(1, dtype=torch.long, device=device)  # what the host reads; -1: not finite
         self.sampling = sampling or RepetitionAwareSampler()
         self.step = torch.zeros(1, dtype=torch.long, device=device)
         self.min_len = torch.zeros(1, dtype=torch.long, device=device)
@@ -54,7 +57,8 @@ class DeviceTokenSelector:
         sampled = ras_select(scores, self.recent, uniforms, sampling.top_p, sampling.top_k, sampling.repeat_threshold)
         choice = torch.where(self.greedy, scores.argmax(), sampled).reshape(1)
         choice = torch.where(self.force, self.forced.index_select(0, index), choice)
-        self.token.copy_(choice)
+        self.token.copy_(choice)  # always a valid id: the next step may already be queued when the host sees -1
+        self.chosen.copy_(torch.where(torch.isfinite(logits).all(), choice, torch.full_like(choice, -1)))
         if self.recent.numel():
             self.recent.copy_(torch.cat([self.recent[1:], choice]))
         self.step.add_(1)
@@ -75,19 +79,20 @@ class DeviceTokenSelector:
 
 
 class HostIds:
-    """Ids copied from the device one step behind it: ``enqueue(n)`` queues step n's copy into pinned memory on
-    the current stream and records an event; ``read(n)`` waits for that event only. ``depth`` copies in flight."""
+    """Ids copied from the device one step behind it: ``enqueue(n)`` queues step n's copy of ``source`` (a
+    one-element device buffer) into pinned memory on the current stream and records an event; ``read(n)`` waits
+    for that event only. ``depth`` copies in flight."""
 
-    def __init__(self, token: torch.Tensor, depth: int = 4):
-        self.token = token
-        self.cuda = token.device.type == "cuda"
+    def __init__(self, source: torch.Tensor, depth: int = 4):
+        self.source = source
+        self.cuda = source.device.type == "cuda"
         self.depth = depth
         self.slots = torch.zeros(depth, dtype=torch.long, pin_memory=self.cuda)
         self.events = [torch.cuda.Event() for _ in range(depth)] if self.cuda else []
 
     def enqueue(self, n: int) -> None:
         slot = n % self.depth
-        self.slots[slot:slot + 1].copy_(self.token, non_blocking=self.cuda)
+        self.slots[slot:slot + 1].copy_(self.source, non_blocking=self.cuda)
         if self.cuda:
             self.events[slot].record()
 
