@@ -440,32 +440,41 @@ def _pipeline_sentence(model, seed: int = 0, first_chunk_alone: bool = False) ->
                                                                first_chunk_alone=first_chunk_alone)]
 
 
-def test_first_chunk_alone_holds_the_llm_until_the_first_chunk_is_done_cpu(tiny_v2_model, monkeypatch):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, cuda])])
+def test_first_chunk_alone_holds_the_llm_until_the_first_chunk_is_done(tiny_v2_model, monkeypatch, device):
+    """The producer asks for the token after the first chunk's only once that chunk is finished - on a GPU,
+    finished on the device (its work is asynchronous), not merely launched; the audio is the same either way."""
     from cosydesk.runtime import pipeline
     from cosydesk.runtime.schedule import make_schedule
 
-    finished = []
+    model = tiny_v2_model if device == "cpu" else _graph_model(tiny_v2_model)
+    finished = []  # one entry per token2wav call: a CUDA event recorded after its work (None on the CPU)
 
     class CountingToken2Wav(pipeline.Token2Wav):
         def __call__(self, *args, **kwargs):
             out = super().__call__(*args, **kwargs)
-            finished.append(out)
+            event = None
+            if model.device.type == "cuda":
+                event = torch.cuda.Event()
+                event.record()
+            finished.append(event)
             return out
 
     monkeypatch.setattr(pipeline, "Token2Wav", CountingToken2Wav)
     inputs, forced = _sentence_inputs(0)
-    chunks_when_asked = []
+    when_asked = []  # (token2wav calls so far, all of their work done) at each request for a token
 
     def source(inp, stop):
         for token in forced:
-            chunks_when_asked.append(len(finished))
+            when_asked.append((len(finished), all(e is None or e.query() for e in finished)))
             yield token
 
-    alone = [r.pcm.numpy() for r in pipeline.run_sentence(tiny_v2_model, inputs, source, stream=True, zero_noise=True,
-                                                          first_chunk_alone=True)]
+    alone = [r.pcm.float().cpu().numpy() for r in pipeline.run_sentence(model, inputs, source, stream=True,
+                                                                        zero_noise=True, first_chunk_alone=True)]
     first = make_schedule("v2", inputs.flow_prompt_speech_token.shape[1]).tokens_needed()
-    assert chunks_when_asked[:first] == [0] * first and chunks_when_asked[first] == 1
-    shared = _pipeline_sentence(tiny_v2_model)
+    assert [calls for calls, _ in when_asked[:first]] == [0] * first
+    assert when_asked[first] == (1, True)
+    shared = _pipeline_sentence(model)
     assert len(alone) == len(shared) and all(np.array_equal(a, b) for a, b in zip(alone, shared))
 
 
