@@ -56,20 +56,9 @@ def nucleus_keep_mask(sorted_probs: torch.Tensor, top_p: float, top_k: int) -> t
     return (mass_before < top_p) & (rank < top_k)
 
 
-def top_candidates(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(values, ids) of the first ``k`` entries of ``probs.sort(descending=True, stable=True)`` (ties: lower id
-    first), without sorting the whole vocabulary: every id at or above the k-th largest value (ties at the
-    boundary included) is stable-sorted on its own. ``nonzero`` syncs on a GPU, so this is the host form."""
-    k = min(k, probs.shape[0])
-    kth = probs.topk(k).values[-1]
-    ids = torch.nonzero(probs >= kth).flatten()  # ascending ids
-    values = probs[ids]
-    order = values.sort(descending=True, stable=True).indices[:k]
-    return values[order], ids[order]
-
-
 def stable_top_k(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The same (values, ids) as ``top_candidates``, with static shapes and no host sync (capturable in a CUDA
+    """(values, ids) of the first ``k`` entries of ``probs.sort(descending=True, stable=True)`` (ties: lower id
+    first) without sorting the whole vocabulary, with static shapes and no host sync (capturable in a CUDA
     graph): each non-negative float32 probability's bit pattern (monotonic in its value) is packed with its
     reversed id into one int64 key, so the keys are unique and one ``topk`` gives the stable descending order."""
     k = min(k, probs.shape[0])
@@ -114,12 +103,7 @@ def sample_nucleus(scores: torch.Tensor, top_p: float, top_k: int, generator: to
     """Draw one id from the top-p / top-k nucleus of ``softmax(scores)``; 0-d long tensor."""
     probs = scores.float().softmax(dim=0)
     # stable descending order, so that equal probabilities keep id order, as the reference does
-    if probs.device.type == "cpu":
-        sorted_probs, sorted_ids = top_candidates(probs, top_k)
-    else:  # one full sort, no host sync
-        sorted_probs, sorted_ids = probs.sort(descending=True, stable=True)
-        head = min(top_k, sorted_probs.shape[0])
-        sorted_probs, sorted_ids = sorted_probs[:head], sorted_ids[:head]
+    sorted_probs, sorted_ids = stable_top_k(probs, top_k)
     weights = torch.where(nucleus_keep_mask(sorted_probs, top_p, top_k), sorted_probs, torch.zeros_like(sorted_probs))
     choice = torch.multinomial(weights, 1, replacement=True, generator=generator)
     return sorted_ids[choice[0]]
@@ -186,13 +170,10 @@ class RepetitionAwareSampler:
 
     def choose_on_device(self, scores: torch.Tensor, decoded: Sequence[int],
                          generator: torch.Generator | None = None) -> torch.Tensor:
-        pick = sample_nucleus(scores, self.top_p, self.top_k, generator)
         recent = torch.tensor(self._window(decoded), dtype=torch.long).to(scores.device, non_blocking=True)
-        repeats = (recent == pick).sum()
-        # fallback: ban the nucleus pick and draw from everything else
-        banned = scores.float().index_fill(0, pick.reshape(1), float("-inf"))
-        fallback = sample_full(banned, generator)
-        return torch.where(repeats >= self.repeat_threshold, fallback, pick)
+        # both draws made up front (nucleus pick, fallback), so choosing needs no host sync
+        uniforms = torch.rand(2, generator=generator, device=generator.device if generator else scores.device)
+        return ras_select(scores, recent, uniforms.to(scores.device), self.top_p, self.top_k, self.repeat_threshold)
 
 
 def length_limits(text_len: int, min_len_ratio: float, max_len_ratio: float) -> tuple[int, int]:

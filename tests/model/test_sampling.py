@@ -102,17 +102,18 @@ def test_ras_is_deterministic_with_a_seeded_generator():
     assert run(11) != run(12)
 
 
-def test_top_candidates_equal_the_head_of_a_full_stable_sort():
-    from cosydesk.model.sampling import top_candidates
+def test_stable_top_k_on_tie_heavy_small_vocabularies():
+    """(The host sampler's nucleus comes from it too.)"""
+    from cosydesk.model.sampling import stable_top_k
 
     for trial in range(100):
         g = torch.Generator().manual_seed(trial)
         probs = torch.randint(0, 5, (300,), generator=g).float()  # many ties, also at the k-th place
         probs = probs / probs.sum()
-        values, ids = top_candidates(probs, 25)
+        values, ids = stable_top_k(probs, 25)
         ref_values, ref_ids = probs.sort(descending=True, stable=True)
         assert torch.equal(values, ref_values[:25]) and torch.equal(ids, ref_ids[:25]), trial
-    values, ids = top_candidates(torch.tensor([0.5, 0.5]), 25)  # k above the vocabulary
+    values, ids = stable_top_k(torch.tensor([0.5, 0.5]), 25)  # k above the vocabulary
     assert ids.tolist() == [0, 1]
 
 
