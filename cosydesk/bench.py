@@ -7,9 +7,11 @@ Every backend sees identical inputs: forced speech-token ids (random weights nev
 forced: 25 tokens per second of audio, audio seconds = characters / 4), random text ids, a 20-token zero-shot
 prompt with 40 prompt mel frames (v1: 20 tokens / 34 frames), zero HiFT noise. Sentences stream exactly as the
 runtime streams them (``cosydesk.runtime.pipeline.run_sentence``: an LLM producer thread feeding Token2Wav with
-the official chunk schedule); the producer runs real ``prefill`` / ``decode_step`` calls and syncs on an argmax
-per token as sampling's stop check would (``--sampler ras``: runs the app's sampler instead), but pushes the
-forced id. On CUDA the producer runs on its own stream and token2wav on another; each chunk is copied into a
+the official chunk schedule); the producer runs the LLM's real generation loop with its sampler - argmax, or the
+app's repetition-aware sampler with ``--sampler ras`` - and reads every chosen id on the host as the stop check
+does, but the forced id is what the LLM consumes and what is pushed (the cudagraph LLM runs its own loop, which
+chooses ids on the device, with the forced ids overriding the choice). ``--first-chunk alone`` (default, as the
+app runs a request's first sentence) holds the LLM while the first chunk runs. On CUDA the producer runs on its own stream and token2wav on another; each chunk is copied into a
 pinned host buffer before it counts as "arrived".
 
 Per backend: first-audio latency (submit -> first chunk on the host), full-sentence latency, RTF, sentences/s,
@@ -130,7 +132,7 @@ def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_strea
     """A runtime TokenSource running the real LLM (and ``sampler``, see make_chooser) but emitting the forced ids."""
     import torch
 
-    choose = make_chooser(sampler, seed)
+    choose = make_chooser(sampler, seed)  # also rejects an unknown sampler name for either loop
     own_loop = getattr(model.llm, "generate_speech_tokens", None)
 
     def generic_loop(args):

@@ -289,14 +289,12 @@ class StaticQwenLM:
         else:
             self.token.fill_(int(token))
         self.position.fill_(state.length)
-        if "decode" in self.graphs:
-            self.graphs["decode"].replay()
-        else:
-            self._decode_body()
+        self._replay("decode", self._decode_body)
         state.length += 1
         return self.decode_logits, state
 
     def _replay(self, name: str, body) -> None:
+        """The captured graph ``name``, or ``body`` eagerly where none was captured (no graphs, CPU)."""
         if name in self.graphs:
             self.graphs[name].replay()
         else:
