@@ -14,6 +14,15 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Without a GPU, Triton kernels (the cudagraph backend's decode kernels) run in Triton's CPU interpreter;
+# the variable must be set before those kernels are defined.
+try:
+    import torch as _torch
+
+    if not _torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+except ImportError:
+    pass
 
 # PortAudio reads the ALSA config once, at `import sounddevice`: route the default device into a capture
 # file before any test imports it, so playback tests can compare what was played with what was produced.

@@ -89,8 +89,9 @@ def test_static_qwen_matches_eager_logits_cpu(tiny_v2_model):
 
 
 def test_static_qwen_compiled_layer_matches_and_compiles_once_cpu(tiny_v2_model):
-    """The decode layer goes through torch.compile (aot_eager here: dynamo + functionalised cache writes, no
-    Triton on CI) and must give the same logits; one compiled entry serves every layer (no per-layer recompile).
+    """The decode and prefill layers go through torch.compile (aot_eager here: dynamo + functionalised cache
+    writes, no Triton on CI) and must give the same logits; one compiled entry serves every layer (no per-layer
+    recompile).
     The device-side id selector is compiled too, once (decode and prefill logits share its entry)."""
     import torch._dynamo
     from torch._dynamo.utils import counters
@@ -109,7 +110,8 @@ def test_static_qwen_compiled_layer_matches_and_compiles_once_cpu(tiny_v2_model)
         ours, state = static.decode_step(token, state)
         assert torch.allclose(ours, ref_logits, atol=1e-4, rtol=1e-4), token
     assert len(list(static.generate_speech_tokens(text, prompt_text, prompt_speech, None, forced=[1, 2, 3]))) == 3
-    assert counters["stats"]["unique_graphs"] == 2  # the layer (shared by every layer) and the id selector
+    # the decode layer (shared by every layer), the prefill layer (one symbolic length), the id selector
+    assert counters["stats"]["unique_graphs"] == 3
     torch._dynamo.reset()
 
 
@@ -736,3 +738,23 @@ def test_capture_graphs_warms_up_then_captures_each_job(monkeypatch):
     assert progress == [(1, 3, "flow"), (3, 3, "flow")]
     with pytest.raises(RuntimeError):
         capture.capture_graphs(jobs, torch.device("cpu"))
+
+
+def test_folding_weight_norms_keeps_the_vocoder_output_cpu(tiny_v2_model):
+    """The graph backend folds HiFT's weight-norm parametrisations into plain weights: same waveform, and the
+    original it was copied from (another backend in the same process) still works."""
+    import copy
+
+    from cosydesk.runtime.cudagraph.hift import fold_weight_norms
+
+    hift = tiny_v2_model.hift
+    folded = copy.deepcopy(hift)
+    inner = getattr(folded, "hift", folded)
+    count = fold_weight_norms(inner)
+    assert count > 10 and fold_weight_norms(inner) == 0
+    assert not any("parametrizations" in name for name, _ in inner.named_parameters())
+    mel = torch.randn(1, 80, 40, generator=torch.Generator().manual_seed(0))
+    ref, _ = hift.inference_with_source(mel, zero_noise=True)
+    ours, _ = folded.inference_with_source(mel, zero_noise=True)
+    assert torch.allclose(ours, ref, atol=1e-6, rtol=1e-5)
+    assert type(inner.conv_pre).__name__ != type(getattr(hift, "hift", hift).conv_pre).__name__

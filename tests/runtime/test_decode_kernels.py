@@ -1,0 +1,149 @@
+"""Triton decode kernels (cudagraph backend) against the plain Qwen2 layer math.
+
+Without a GPU the kernels run in Triton's CPU interpreter (conftest sets TRITON_INTERPRET=1): the same kernel
+code, numpy underneath. On the H200 the GPU variant runs them compiled, in float16.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton", reason="the decode kernels are Triton kernels")
+
+from cosydesk.runtime.cudagraph import decode_kernels as dk  # noqa: E402
+from cosydesk.runtime.cudagraph.qwen import LayerWeights, _rms, decoder_layer  # noqa: E402
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def _random_layers(n, hidden, inner, heads, kv_heads, head_dim, dtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *shape, s=0.08: (torch.randn(*shape, generator=g) * s).to(device=device, dtype=dtype)  # noqa: E731
+    qkv_rows = (heads + 2 * kv_heads) * head_dim
+    return [LayerWeights(ln1=1 + r(hidden, s=0.1), w_qkv=r(qkv_rows, hidden), b_qkv=r(qkv_rows, s=0.5),
+                         w_o=r(hidden, heads * head_dim), ln2=1 + r(hidden, s=0.1), w_gate_up=r(2 * inner, hidden),
+                         w_down=r(hidden, inner), eps=1e-6) for _ in range(n)]
+
+
+def _rotary(max_len, head_dim, device):
+    inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    freqs = torch.outer(torch.arange(max_len, dtype=torch.float32), inv)
+    table = torch.cat([freqs, freqs], -1)
+    return table.cos().to(device), table.sin().to(device)
+
+
+def _reference_step(layers, norm, head_w, head_b, row, pos, k_cache, v_cache, cos, sin, heads, kv_heads):
+    """The plain layer (``decoder_layer``, SDPA over the masked cache) for one row at ``pos``."""
+    max_len, head_dim = k_cache.shape[-2], k_cache.shape[-1]
+    positions = torch.tensor([pos], device=row.device)
+    mask = (torch.arange(max_len, device=row.device) <= pos).view(1, 1, 1, max_len)
+    c, s = cos[pos].view(1, 1, 1, head_dim), sin[pos].view(1, 1, 1, head_dim)
+    x = row.view(1, 1, -1)
+    for i, w in enumerate(layers):
+        x = decoder_layer(x, w.ln1, w.w_qkv, w.b_qkv, w.w_o, w.ln2, w.w_gate_up, w.w_down, w.eps, k_cache[i],
+                          v_cache[i], c, s, positions, mask, heads, kv_heads)
+    return torch.nn.functional.linear(_rms(x, norm, 1e-6), head_w, head_b)[0, 0].float()
+
+
+def _check_against_reference(dtype, device, tol, sizes=(3, 80, 100, 6, 2, 16), max_len=40, pos=17,
+                             config=None):
+    n, hidden, inner, heads, kv_heads, head_dim = sizes
+    layers = _random_layers(n, hidden, inner, heads, kv_heads, head_dim, dtype, device)
+    g = torch.Generator().manual_seed(1)
+    norm = (1 + torch.randn(hidden, generator=g) * 0.1).to(device, dtype)
+    head_w = (torch.randn(50, hidden, generator=g) * 0.1).to(device, dtype)
+    head_b = (torch.randn(50, generator=g) * 0.1).to(device, dtype)
+    caches = torch.randn(2, n, 1, kv_heads, max_len, head_dim, generator=g).to(device, dtype)
+    k_ref, v_ref = caches[0].clone(), caches[1].clone()
+    cos, sin = _rotary(max_len, head_dim, device)
+    row = (torch.randn(hidden, generator=g)).to(device, dtype)
+    ref = _reference_step(layers, norm, head_w, head_b, row, pos, k_ref, v_ref, cos, sin, heads, kv_heads)
+
+    decoder = dk.TritonDecoder(layers, norm, 1e-6, head_w, head_b, heads, kv_heads, head_dim, config)
+    k_ours, v_ours = caches[0].clone(), caches[1].clone()
+    logits = torch.zeros(50, device=device)
+    decoder.x.copy_(row)
+    decoder.step(k_ours, v_ours, cos, sin, torch.tensor([pos], device=device), logits)
+    scale = float(ref.abs().max())
+    assert float((logits - ref).abs().max()) <= tol * scale, (logits - ref).abs().max()
+    # the new K/V landed at pos in every layer, nothing else in the cache changed
+    assert torch.allclose(k_ours.float(), k_ref.float(), atol=tol, rtol=tol)
+    assert torch.allclose(v_ours.float(), v_ref.float(), atol=tol, rtol=tol)
+    untouched = torch.ones(max_len, dtype=torch.bool)
+    untouched[pos] = False
+    assert torch.equal(k_ours[..., untouched, :], caches[0][..., untouched, :])
+    return decoder
+
+
+def test_decode_step_matches_the_plain_layer_float32_cpu():
+    """Odd sizes (hidden 80, ffn 100: masked tails), grouped heads (6 over 2), 3 layers, position 17 of 40."""
+    _check_against_reference(torch.float32, torch.device("cpu"), 2e-5)
+
+
+def test_decode_step_at_position_zero_and_last_cpu():
+    """The attention loop's first and last key block: nothing cached yet, and the last cache slot."""
+    for pos in (0, 39):
+        _check_against_reference(torch.float32, torch.device("cpu"), 2e-5, sizes=(1, 32, 64, 2, 1, 16), pos=pos)
+
+
+def test_launch_shapes_do_not_change_the_result_cpu():
+    """Other row blocks, reduction chunks, splits and key blocks: same numbers (masks and split ranges)."""
+    cfg = dk.DecodeKernelConfig(qkv=dk.GemvConfig(4, 32), out=dk.GemvConfig(16, 64), gate_up=dk.GemvConfig(2, 16),
+                                down=dk.GemvConfig(8, 32), logits=dk.GemvConfig(32, 128), split=2, block_l=8)
+    _check_against_reference(torch.float32, torch.device("cpu"), 2e-5, config=cfg)
+
+
+def test_float16_rounding_points_follow_the_plain_layer_cpu():
+    """In float16 the kernels round where the plain layer rounds: close to its float16 result."""
+    _check_against_reference(torch.float16, torch.device("cpu"), 2e-2)
+
+
+def test_unsupported_head_size_is_refused():
+    assert not dk.supports(14, 2, 48) and not dk.supports(6, 4, 16) and dk.supports(14, 2, 64)
+    layers = _random_layers(1, 48, 64, 2, 1, 24, torch.float32, "cpu")
+    with pytest.raises(ValueError, match="power-of-two head size"):
+        dk.TritonDecoder(layers, torch.ones(48), 1e-6, torch.ones(5, 48), None, 2, 1, 24)
+
+
+def _tiny_lm():
+    from cosydesk.testing.full_size import random_model
+
+    return random_model("v2", "cpu", torch.float32, seed=0, tiny=True).llm
+
+
+def test_static_qwen_with_decode_kernels_matches_eager_cpu():
+    """StaticQwenLM(decode_kernels=True): prefill (plain) then decode steps through the kernels give the
+    reference module's logits; the decode-ahead loop yields what the plain-layer StaticQwenLM yields."""
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+
+    lm = _tiny_lm()
+    fast = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False, decode_kernels=True)
+    plain = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False,
+                         decode_kernels=False)
+    assert fast.triton_decoder is not None and plain.triton_decoder is None
+    # the interpreter runs programs one by one: few, large row blocks for the 6,564-row head keep this quick
+    fast.triton_decoder.config = dk.DecodeKernelConfig(logits=dk.GemvConfig(2048, 32))
+    g = torch.Generator().manual_seed(3)
+    text, prompt_text = torch.randint(1000, 20000, (1, 9), generator=g), torch.randint(1000, 20000, (1, 5), generator=g)
+    prompt_speech = torch.randint(0, 6561, (1, 20), generator=g)
+    ref, ref_state = lm.prefill(text, prompt_text, prompt_speech, None)
+    _, state = fast.prefill(text, prompt_text, prompt_speech, None)
+    for token in (5, 77, 6000, 12, 400):
+        ref, ref_state = lm.decode_step(token, ref_state)
+        ours, state = fast.decode_step(token, state)
+        assert torch.allclose(ours, ref, atol=1e-4, rtol=1e-4), token
+    # a random LLM does not stop: the length limit (3 x 9 text tokens) ends both loops
+    a = list(fast.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=3))
+    b = list(plain.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=3))
+    assert a == b and len(a) > 0
+
+
+@cuda
+@pytest.mark.gpu
+def test_decode_kernels_float16_on_the_gpu():
+    """Compiled for the GPU (float16, Qwen2-0.5B's head layout), against the plain float16 layer."""
+    _check_against_reference(torch.float16, torch.device("cuda"), 2e-2, sizes=(4, 896, 4864, 14, 2, 64),
+                             max_len=512, pos=200)
