@@ -46,43 +46,34 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
                     SPLIT: tl.constexpr, HAS_PARTIAL: tl.constexpr, STORE_X: tl.constexpr, HAS_BIAS: tl.constexpr,
                     GLU: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[n] = W[n] . rmsnorm(x) (+ bias[n]) for this program's BLOCK_N rows; GLU: out[n] = silu(W[n] . h) *
-    (W[N + n] . h). x = ``_layer_input``; STORE_X: program 0 also stores x (the residual of step 3)."""
+    (W[N + n] . h). x = ``_layer_input``; STORE_X: program 0 also stores x (the residual of step 3).
+    BLOCK_K >= K: the whole row is loaded at once (no dependent loop: this kernel is latency-bound)."""
     pid = tl.program_id(0)
-    squares = tl.zeros([BLOCK_K], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs = k0 + tl.arange(0, BLOCK_K)
-        kmask = offs < K
-        x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
-        if STORE_X:
-            tl.store(x_out_ptr + offs, x, mask=kmask & (pid == 0))
-        xf = x.to(tl.float32)
-        squares += xf * xf
-    rstd = 1.0 / tl.sqrt(tl.sum(squares, 0) / K + eps)
+    offs = tl.arange(0, BLOCK_K)
+    kmask = offs < K
+    x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
+    if STORE_X:
+        tl.store(x_out_ptr + offs, x, mask=kmask & (pid == 0))
+    xf = x.to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, 0) / K + eps)
+    ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
+    h = (xf * rstd).to(x.dtype)
+    h = (h.to(tl.float32) * ln.to(tl.float32)).to(x.dtype).to(tl.float32)  # weight * normed, model dtype
     rows = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     rmask = rows < N
-    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-    acc_up = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs = k0 + tl.arange(0, BLOCK_K)
-        kmask = offs < K
-        x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
-        ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
-        h = (x.to(tl.float32) * rstd).to(x.dtype)
-        h = (h.to(tl.float32) * ln.to(tl.float32)).to(x.dtype).to(tl.float32)  # weight * normed, model dtype
-        wmask = rmask[:, None] & kmask[None, :]
-        w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=wmask, other=0.0)
-        acc += tl.sum(w.to(tl.float32) * h[None, :], 1)
-        if GLU:
-            w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
-            acc_up += tl.sum(w_up.to(tl.float32) * h[None, :], 1)
+    wmask = rmask[:, None] & kmask[None, :]
+    w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=wmask, other=0.0)
+    acc = tl.sum(w.to(tl.float32) * h[None, :], 1)
     dtype = ln_ptr.dtype.element_ty
     if HAS_BIAS:
         acc += tl.load(bias_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
     y = acc.to(dtype)
     if GLU:
+        w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
+        up = tl.sum(w_up.to(tl.float32) * h[None, :], 1).to(dtype).to(tl.float32)
         gate = y.to(tl.float32)
         gate = (gate / (1.0 + tl.exp(-gate))).to(dtype)
-        y = (gate.to(tl.float32) * acc_up.to(dtype).to(tl.float32)).to(dtype)
+        y = (gate.to(tl.float32) * up).to(dtype)
     tl.store(out_ptr + rows, y.to(out_ptr.dtype.element_ty), mask=rmask)
 
 
@@ -125,14 +116,14 @@ def attend_kernel(qkv_ptr, cos_ptr, sin_ptr, pos_ptr, k_cache_ptr, v_cache_ptr, 
         current = (keys == pos)[:, None]
         offs = base + keys[:, None] * HEAD_DIM + d[None, :]
         k = tl.load(k_cache_ptr + offs, mask=old, other=0.0)
+        v = tl.load(v_cache_ptr + offs, mask=old, other=0.0)
         k = tl.where(current, k_new[None, :], k).to(tl.float32)
+        v = tl.where(current, v_new[None, :], v).to(tl.float32)
         scores = tl.sum(k * q[None, :], 1) * scale
         scores = tl.where(keys <= pos, scores, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(scores, 0))
         p = tl.exp(scores - m_new)
         alpha = tl.exp(m_i - m_new)
-        v = tl.load(v_cache_ptr + offs, mask=old, other=0.0)
-        v = tl.where(current, v_new[None, :], v).to(tl.float32)
         acc = acc * alpha + tl.sum(p[:, None] * v, 0)
         l_i = l_i * alpha + tl.sum(p, 0)
         m_i = m_new
@@ -175,7 +166,8 @@ def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.con
 
 @dataclass(frozen=True)
 class GemvConfig:
-    """Rows per program, reduction chunk and warps of one matrix-vector kernel."""
+    """Rows per program, reduction chunk (ignored by ``rms_gemv``: it takes whole rows) and warps of one
+    matrix-vector kernel."""
 
     block_n: int
     block_k: int
@@ -194,6 +186,7 @@ class DecodeKernelConfig:
     logits: GemvConfig = GemvConfig(16, 128)
     split: int = 8
     block_l: int = 64
+    attend_warps: int = 4
 
 
 def rms_gemv(res: torch.Tensor, partial: torch.Tensor | None, x_out: torch.Tensor | None, ln: torch.Tensor,
@@ -207,16 +200,16 @@ def rms_gemv(res: torch.Tensor, partial: torch.Tensor | None, x_out: torch.Tenso
     rms_gemv_kernel[grid](res, partial if partial is not None else res, x_out if x_out is not None else res, ln,
                           weight, bias if bias is not None else ln, out, float(eps), rows, k,
                           SPLIT=split, HAS_PARTIAL=partial is not None, STORE_X=x_out is not None,
-                          HAS_BIAS=bias is not None, GLU=glu, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-                          num_warps=cfg.warps)
+                          HAS_BIAS=bias is not None, GLU=glu, BLOCK_N=cfg.block_n,
+                          BLOCK_K=triton.next_power_of_2(k), num_warps=cfg.warps)
 
 
 def attend(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
-           v_cache: torch.Tensor, out: torch.Tensor, heads: int, kv_heads: int, block_l: int) -> None:
+           v_cache: torch.Tensor, out: torch.Tensor, heads: int, kv_heads: int, block_l: int, warps: int = 4) -> None:
     """Rotary + cache write + attention of one decode row (``k_cache``/``v_cache``: [kv_heads, L, d])."""
     head_dim = k_cache.shape[-1]
     attend_kernel[(heads,)](qkv, cos, sin, position, k_cache, v_cache, out, head_dim ** -0.5, k_cache.shape[-2],
-                            HEADS=heads, KV_HEADS=kv_heads, HEAD_DIM=head_dim, BLOCK_L=block_l)
+                            HEADS=heads, KV_HEADS=kv_heads, HEAD_DIM=head_dim, BLOCK_L=block_l, num_warps=warps)
 
 
 def gemv_residual(x: torch.Tensor, weight: torch.Tensor, res: torch.Tensor, out: torch.Tensor,
@@ -279,7 +272,7 @@ class TritonDecoder:
         for i, w in enumerate(self.layers):
             rms_gemv(self.x, partial, self.residual, w.ln1, w.eps, w.w_qkv, w.b_qkv, self.qkv, cfg.qkv)
             attend(self.qkv, cos, sin, position, k_cache[i, 0], v_cache[i, 0], self.attn, self.heads,
-                   self.kv_heads, cfg.block_l)
+                   self.kv_heads, cfg.block_l, cfg.attend_warps)
             gemv_residual(self.attn, w.w_o, self.residual, self.x, cfg.out)
             rms_gemv(self.x, None, None, w.ln2, w.eps, w.w_gate_up, None, self.act, cfg.gate_up, glu=True)
             gemv_split(self.act, w.w_down, self.partial, cfg.down)
