@@ -1,5 +1,6 @@
 """CUDA-graph backend pieces: shape buckets, a static-KV-cache Qwen2 LM, graph-captured flow encoder, CFM steps
-and HiFT, regional torch.compile of the hot blocks, and the estimator rewrites (fused q/k/v, convolutions as
+and HiFT, hand-written Triton kernels for the LLM decode step (``decode_kernels``), regional torch.compile of
+the hot blocks, and the estimator rewrites (fused q/k/v, convolutions as
 GEMMs, masked GroupNorm).
 
 Everything here is float16-first with float32 statistics (RMSNorm, softmax inside SDPA, the CFM Euler update),

@@ -1,7 +1,7 @@
 """Assemble the cudagraph backend: one float16 model, one graph memory pool per stream, every graph captured at load.
 
 Graph pools: one for the LLM graphs, one for the flow + vocoder graphs (they run concurrently on two streams).
-v2/v3: the LLM is ``StaticQwenLM`` (decode step with a compiled layer + prefill buckets captured). v1's
+v2/v3: the LLM is ``StaticQwenLM`` (decode step of Triton kernels + prefill buckets captured). v1's
 wenet-style LLM stays eager float16 (not captured yet). All versions: the estimator's blocks are compiled
 (``compile.py``) and one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``). v2: HiFT is
 captured for every non-final streaming chunk shape (``GraphedHift``) and the flow encoder per token bucket

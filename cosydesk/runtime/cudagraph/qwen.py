@@ -2,8 +2,9 @@
 
 The decoder math is written out here on the module's own weights (so shapes stay static): RMSNorm with
 float32 statistics, rotary embedding computed in float32, grouped-query attention over the whole preallocated
-cache with a position mask (keys at positions <= the query's), SwiGLU MLP; q/k/v and gate/up as single GEMMs;
-the decode step's layer compiled (``compile.py``). The text-embedding table stays in host memory. One sequence
+cache with a position mask (keys at positions <= the query's), SwiGLU MLP; q/k/v and gate/up as single GEMMs.
+The decode step runs the Triton kernels of ``decode_kernels.py`` on a GPU with Triton (else its layer compiled,
+``compile.py``); the prefill layer is compiled once with a symbolic length. The text-embedding table stays in host memory. One sequence
 at a time: the cache belongs to the object, a new ``prefill`` starts over.
 
 ``generate_speech_tokens`` is the fast generation loop: the decode graph ends by choosing the next id on the
