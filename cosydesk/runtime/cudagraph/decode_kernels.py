@@ -51,6 +51,14 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK_K)
     kmask = offs < K
+    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    rmask = rows < N
+    wmask = rmask[:, None] & kmask[None, :]
+    # the weight loads (DRAM, the kernel's real cost) are issued first, so they are in flight while the
+    # input and its norm are computed from L2-resident vectors
+    w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=wmask, other=0.0)
+    if GLU:
+        w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
     x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
     if STORE_X:
         tl.store(x_out_ptr + offs, x, mask=kmask & (pid == 0))
@@ -59,17 +67,12 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
     ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
     h = (xf * rstd).to(x.dtype)
     h = (h.to(tl.float32) * ln.to(tl.float32)).to(x.dtype).to(tl.float32)  # weight * normed, model dtype
-    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    rmask = rows < N
-    wmask = rmask[:, None] & kmask[None, :]
-    w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=wmask, other=0.0)
     acc = tl.sum(w.to(tl.float32) * h[None, :], 1)
     dtype = ln_ptr.dtype.element_ty
     if HAS_BIAS:
         acc += tl.load(bias_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
     y = acc.to(dtype)
     if GLU:
-        w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
         up = tl.sum(w_up.to(tl.float32) * h[None, :], 1).to(dtype).to(tl.float32)
         gate = y.to(tl.float32)
         gate = (gate / (1.0 + tl.exp(-gate))).to(dtype)
@@ -139,8 +142,8 @@ def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.const
     for k0 in range(0, K, BLOCK_K):
         offs = k0 + tl.arange(0, BLOCK_K)
         kmask = offs < K
-        x = tl.load(x_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
+        x = tl.load(x_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
         acc += tl.sum(w.to(tl.float32) * x[None, :], 1)
     res = tl.load(res_ptr + rows, mask=rmask, other=0.0)
     y = (res.to(tl.float32) + acc.to(res.dtype).to(tl.float32)).to(res.dtype)
@@ -158,8 +161,8 @@ def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.con
     for k0 in range(split * K_PER_SPLIT, (split + 1) * K_PER_SPLIT, BLOCK_K):
         offs = k0 + tl.arange(0, BLOCK_K)
         kmask = offs < K
-        x = tl.load(x_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
+        x = tl.load(x_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
         acc += tl.sum(w.to(tl.float32) * x[None, :], 1)
     tl.store(part_ptr + split * N + rows, acc, mask=rmask)
 
