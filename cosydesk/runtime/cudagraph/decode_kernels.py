@@ -61,7 +61,8 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
         w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
     x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
     if STORE_X:
-        tl.store(x_out_ptr + offs, x, mask=kmask & (pid == 0))
+        if pid == 0:
+            tl.store(x_out_ptr + offs, x, mask=kmask)
     xf = x.to(tl.float32)
     rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, 0) / K + eps)
     ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
@@ -101,21 +102,23 @@ def attend_kernel(qkv_ptr, cos_ptr, sin_ptr, pos_ptr, k_cache_ptr, v_cache_ptr, 
     kv_head = head // group
     pos = tl.load(pos_ptr)
     d = tl.arange(0, HEAD_DIM)
-    cos = tl.load(cos_ptr + pos * HEAD_DIM + d)
-    sin = tl.load(sin_ptr + pos * HEAD_DIM + d)
+    # a position past the cache reads and writes nothing (the callers refuse it before launching a step)
+    inside = d < tl.where(pos < MAX_LEN, HEAD_DIM, 0)
+    cos = tl.load(cos_ptr + pos * HEAD_DIM + d, mask=inside, other=0.0)
+    sin = tl.load(sin_ptr + pos * HEAD_DIM + d, mask=inside, other=0.0)
     q = _rotated(qkv_ptr + head * HEAD_DIM, cos, sin, d, HEAD_DIM).to(tl.float32)
     k_new = _rotated(qkv_ptr + (HEADS + kv_head) * HEAD_DIM, cos, sin, d, HEAD_DIM)
     v_new = tl.load(qkv_ptr + (HEADS + KV_HEADS + kv_head) * HEAD_DIM + d)
     base = kv_head * MAX_LEN * HEAD_DIM
-    is_writer = head % group == 0
-    tl.store(k_cache_ptr + base + pos * HEAD_DIM + d, k_new, mask=(d < HEAD_DIM) & is_writer)
-    tl.store(v_cache_ptr + base + pos * HEAD_DIM + d, v_new, mask=(d < HEAD_DIM) & is_writer)
+    if head % group == 0:  # the group's writer
+        tl.store(k_cache_ptr + base + pos * HEAD_DIM + d, k_new, mask=inside)
+        tl.store(v_cache_ptr + base + pos * HEAD_DIM + d, v_new, mask=inside)
     m_i = tl.zeros([], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([], dtype=tl.float32)
     acc = tl.zeros([HEAD_DIM], dtype=tl.float32)
     for start in range(0, pos + 1, BLOCK_L):
         keys = start + tl.arange(0, BLOCK_L)
-        old = (keys < pos)[:, None]
+        old = (keys < pos)[:, None] & (keys < MAX_LEN)[:, None]
         current = (keys == pos)[:, None]
         offs = base + keys[:, None] * HEAD_DIM + d[None, :]
         k = tl.load(k_cache_ptr + offs, mask=old, other=0.0)
@@ -193,6 +196,20 @@ class DecodeKernelConfig:
     block_l: int = 128
     attend_warps: int = 4
 
+    def __post_init__(self):
+        def power_of_two(n: int) -> bool:
+            return n >= 1 and n & (n - 1) == 0
+
+        gemvs = {"qkv": self.qkv, "out": self.out, "gate_up": self.gate_up, "down": self.down, "logits": self.logits}
+        for name, cfg in gemvs.items():
+            if not power_of_two(cfg.block_n) or not power_of_two(cfg.warps):
+                raise ValueError(f"{name}: block_n and warps must be powers of two (got {cfg})")
+        for name in ("out", "down"):  # the looped kernels; rms_gemv takes whole rows and ignores block_k
+            if not power_of_two(gemvs[name].block_k):
+                raise ValueError(f"{name}: block_k must be a power of two (got {gemvs[name]})")
+        if not (power_of_two(self.split) and power_of_two(self.block_l) and power_of_two(self.attend_warps)):
+            raise ValueError(f"split, block_l and attend_warps must be powers of two (got {self})")
+
 
 def rms_gemv(res: torch.Tensor, partial: torch.Tensor | None, x_out: torch.Tensor | None, ln: torch.Tensor,
              eps: float, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, cfg: GemvConfig,
@@ -253,6 +270,9 @@ class TritonDecoder:
         if not supports(heads, kv_heads, head_dim):
             raise ValueError(f"decode kernels need a power-of-two head size and whole query groups "
                              f"(heads {heads}, kv heads {kv_heads}, head size {head_dim})")
+        tensors = [t for w in layers for t in (w.ln1, w.w_qkv, w.b_qkv, w.w_o, w.ln2, w.w_gate_up, w.w_down)]
+        if not all(t.is_contiguous() for t in tensors + [head_weight]):
+            raise ValueError("decode kernels read weight rows at a stride of their width: weights must be contiguous")
         self.layers = layers
         self.final_norm, self.final_eps = final_norm, final_eps
         self.head_weight, self.head_bias = head_weight, head_bias

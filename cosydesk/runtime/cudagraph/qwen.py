@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -40,7 +41,8 @@ DECODE_COMPILE_OPTIONS = {"coordinate_descent_tuning": True}
 
 
 def decode_kernels_available(device: torch.device) -> bool:
-    """The Triton decode kernels are used by default on CUDA with Triton (``COSYDESK_DECODE_KERNELS=0``: off)."""
+    """The Triton decode kernels are used by default on CUDA with Triton. ``COSYDESK_DECODE_KERNELS=0`` turns
+    them off alone; ``COSYDESK_COMPILE=0`` (no generated kernels at all) turns them off too."""
     if os.environ.get("COSYDESK_DECODE_KERNELS", "1").strip().lower() in ("0", "false", "no", "off"):
         return False
     return compile_enabled(device)
@@ -225,8 +227,22 @@ class StaticQwenLM:
         if not decode_kernels.supports(self.heads, self.kv_heads, self.head_dim):
             return None
         decoder = self.lm.llm_decoder
-        return decode_kernels.TritonDecoder(self.layers, self.final_norm.weight, self.final_norm.variance_epsilon,
-                                            decoder.weight, decoder.bias, self.heads, self.kv_heads, self.head_dim)
+        try:
+            triton_decoder = decode_kernels.TritonDecoder(
+                self.layers, self.final_norm.weight, self.final_norm.variance_epsilon, decoder.weight, decoder.bias,
+                self.heads, self.kv_heads, self.head_dim)
+            # one step now: a kernel this GPU / Triton cannot compile shows here, not in the first request
+            # (it writes position 0 of the cache, which every prefill overwrites)
+            with torch.inference_mode():
+                triton_decoder.step(self.k_cache, self.v_cache, self.cos, self.sin, self.position,
+                                    self.decode_logits)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        except Exception as exc:  # noqa: BLE001 - any failure means: use the compiled layer instead
+            warnings.warn(f"Triton decode kernels unavailable ({type(exc).__name__}: {exc}); "
+                          "the LLM decode step uses the compiled layer", RuntimeWarning, stacklevel=3)
+            return None
+        return triton_decoder
 
     def _move_text_embeddings_to_host(self) -> None:
         """The Qwen text table (151,936 x 896, 272 MB in float16) is read a few rows per sentence, at prefill:
