@@ -11,13 +11,14 @@ captured for every non-final streaming chunk shape (``GraphedHift``) and the flo
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import torch
 
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
+from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
 from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
@@ -26,6 +27,13 @@ from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 FLOW_BUCKET_STEP = 32
 ENCODER_BUCKET_STEP = 32  # tokens; the encoder is launch-bound, so coarse buckets cost little and save graphs
 FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
+
+
+def flow_kernels_wanted(device: torch.device) -> bool:
+    """``COSYDESK_FLOW_KERNELS=1`` (and Triton on CUDA): the estimator's transformer blocks run the Triton
+    kernels of ``flow_kernels.py`` instead of compiled torch ops. Off by default until measured on a GPU."""
+    on = os.environ.get("COSYDESK_FLOW_KERNELS", "0").strip().lower() in ("1", "true", "yes", "on")
+    return on and compile_enabled(device)
 
 
 def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_frames: int | None = None):
@@ -48,6 +56,10 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
     fuse_estimator_attention(sampler.estimator)
     mask_group_norms(sampler.estimator)  # v1: padding to a bucket must not move GroupNorm statistics
     convs_as_gemm(sampler.estimator)
+    if flow_kernels_wanted(model.device):  # opt-in until measured: Triton kernels for the transformer blocks
+        from cosydesk.runtime.cudagraph.flow_kernels import use_flow_kernels
+
+        use_flow_kernels(sampler.estimator)  # those blocks leave ESTIMATOR_BLOCKS' class names: not compiled
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = make_buckets(max_frames, FLOW_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)

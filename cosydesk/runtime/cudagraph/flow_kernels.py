@@ -1,0 +1,192 @@
+"""Triton kernels for the U-Net estimator's transformer block (v1/v2): 5 kernels per block instead of ~16.
+
+Why (H200, one CFM step at bucket 128, streaming, profile at 152e929): 886 kernels, 2.7 ms, launch-bound. The
+56 transformer blocks per step were ~31 us each: cuBLAS GEMMs of 3-4 us with bias/GELU/residual/LayerNorm as
+separate element-wise kernels, and cuDNN attention behind a layout kernel and a memset. Here a block is:
+
+1. ``ln_linear``: LayerNorm (float32 statistics) as the prologue of the q/k/v product.
+2. ``masked_attention``: flash-style attention reading q/k/v from that product and the boolean key mask,
+   writing heads side by side (the output projection's input layout).
+3. ``linear_residual``: output projection + bias + residual.
+4. ``ln_linear`` (GELU form): LayerNorm + first feed-forward product + bias + exact GELU.
+5. ``linear_residual``: second feed-forward product + bias + residual.
+
+Numerics follow ``cosydesk.model.unet.BasicTransformerBlock`` in float16: float32 accumulation and statistics,
+float16 at the module boundaries (normed input, projections, attention output, residual sums), attention
+weights cast to float16 for the value product as flash attention does. Opt-in (``COSYDESK_FLOW_KERNELS=1``)
+until measured on a GPU; on CPU the kernels run in Triton's interpreter (tests).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from cosydesk.model.unet import BasicTransformerBlock
+
+
+@triton.jit
+def ln_linear_kernel(x_ptr, ln_w_ptr, ln_b_ptr, w_ptr, bias_ptr, out_ptr, M, N, eps, K: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, GELU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """out[M, N] = LN(x[M, K]) @ W[N, K]^T (+ bias) (GELU); K is the whole row (a power of two)."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = tl.arange(0, K)
+    w = tl.load(w_ptr + cols[None, :] * K + k[:, None], mask=cols[None, :] < N, other=0.0)  # [K, BLOCK_N]
+    x = tl.load(x_ptr + rows[:, None] * K + k[None, :], mask=rows[:, None] < M, other=0.0)
+    xf = x.to(tl.float32)
+    mean = tl.sum(xf, 1) / K
+    centred = xf - mean[:, None]
+    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / K + eps)
+    gamma = tl.load(ln_w_ptr + k).to(tl.float32)
+    beta = tl.load(ln_b_ptr + k).to(tl.float32)
+    h = (centred * rstd[:, None] * gamma[None, :] + beta[None, :]).to(x.dtype)
+    acc = tl.dot(h, w)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    y = acc.to(x.dtype)
+    if GELU:
+        yf = y.to(tl.float32)
+        y = (0.5 * yf * (1.0 + tl.math.erf(yf * 0.7071067811865476))).to(x.dtype)
+    tl.store(out_ptr + rows[:, None] * N + cols[None, :], y, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def linear_residual_kernel(a_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, M, N, K, HAS_BIAS: tl.constexpr,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[M, N] = res + (a[M, K] @ W[N, K]^T + bias), the product rounded before the add."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    kk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + kk
+        w = tl.load(w_ptr + cols[None, :] * K + ks[:, None], mask=(cols[None, :] < N) & (ks[:, None] < K), other=0.0)
+        a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
+        acc = tl.dot(a, w, acc)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    omask = (rows[:, None] < M) & (cols[None, :] < N)
+    res = tl.load(res_ptr + rows[:, None] * N + cols[None, :], mask=omask, other=0.0)
+    y = (res.to(tl.float32) + acc.to(res.dtype).to(tl.float32)).to(res.dtype)
+    tl.store(out_ptr + rows[:, None] * N + cols[None, :], y, mask=omask)
+
+
+@triton.jit
+def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_aq, stride_ak, scale,
+                            HEADS: tl.constexpr, D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One (query block, batch x head): softmax(q k^T * scale, keys where allowed) v. qkv rows [B*T, 3*H*D]
+    (q | k | v, heads side by side), allowed [B, T, T] (uint8, any strides), out rows [B*T, H*D]."""
+    batch = tl.program_id(1) // HEADS
+    head = tl.program_id(1) % HEADS
+    inner: tl.constexpr = HEADS * D
+    queries = tl.program_id(0) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    d = tl.arange(0, D)
+    qmask = queries < T
+    q = tl.load(qkv_ptr + (batch * T + queries)[:, None] * (3 * inner) + head * D + d[None, :],
+                mask=qmask[:, None], other=0.0)
+    m_i = tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_Q, D], dtype=tl.float32)
+    for k0 in range(0, T, BLOCK_K):
+        keys = k0 + tl.arange(0, BLOCK_K)
+        kmask = keys < T
+        base = qkv_ptr + (batch * T + keys)[:, None] * (3 * inner) + head * D + d[None, :]
+        k = tl.load(base + inner, mask=kmask[:, None], other=0.0)
+        v = tl.load(base + 2 * inner, mask=kmask[:, None], other=0.0)
+        ok = tl.load(allowed_ptr + batch * stride_ab + queries[:, None] * stride_aq + keys[None, :] * stride_ak,
+                     mask=qmask[:, None] & kmask[None, :], other=0)
+        s = tl.dot(q, tl.trans(k)) * scale
+        s = tl.where(ok != 0, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no allowed key yet in this row
+        p = tl.exp(s - m_safe[:, None])
+        alpha = tl.exp(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + (batch * T + queries)[:, None] * inner + head * D + d[None, :], out.to(q.dtype),
+             mask=qmask[:, None])
+
+
+def _tiles(m: int) -> int:
+    return 64 if m > 32 else 32
+
+
+def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
+              gelu: bool = False, block_n: int = 64) -> torch.Tensor:
+    """LN(x) @ weight.T (+ bias) (GELU) for x [M, K] contiguous -> [M, N]."""
+    m, k = x.shape
+    n = weight.shape[0]
+    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    block_m = _tiles(m)
+    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
+    ln_linear_kernel[grid](x, norm.weight, norm.bias, weight, bias if bias is not None else weight, out, m, n,
+                           float(norm.eps), K=k, HAS_BIAS=bias is not None, GELU=gelu, BLOCK_M=block_m,
+                           BLOCK_N=block_n)
+    return out
+
+
+def linear_residual(a: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, res: torch.Tensor,
+                    block_n: int = 64, block_k: int = 64) -> torch.Tensor:
+    """res + a @ weight.T + bias for a [M, K], res [M, N], both contiguous."""
+    m, k = a.shape
+    n = weight.shape[0]
+    out = torch.empty_like(res)
+    block_m = _tiles(m)
+    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
+    linear_residual_kernel[grid](a, weight, bias if bias is not None else weight, res, out, m, n, k,
+                                 HAS_BIAS=bias is not None, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k)
+    return out
+
+
+def masked_attention(qkv: torch.Tensor, allowed: torch.Tensor, batch: int, frames: int, heads: int,
+                     head_dim: int, block: int = 64) -> torch.Tensor:
+    """Attention of qkv rows [B*T, 3*heads*head_dim] under allowed bool [B, T, T] -> [B*T, heads*head_dim]."""
+    out = torch.empty(batch * frames, heads * head_dim, device=qkv.device, dtype=qkv.dtype)
+    mask = allowed.view(torch.uint8) if allowed.dtype == torch.bool else allowed
+    grid = (triton.cdiv(frames, block), batch * heads)
+    masked_attention_kernel[grid](qkv, mask, out, frames, mask.stride(0), mask.stride(1), mask.stride(2),
+                                  head_dim ** -0.5, HEADS=heads, D=head_dim, BLOCK_Q=block, BLOCK_K=block)
+    return out
+
+
+def supports_block(block) -> bool:
+    """Shapes the kernels take: power-of-two width and head size, fused bias-free q/k/v (``FusedSelfAttention``)."""
+    attn = block.attn1
+    width = block.norm1.normalized_shape[0]
+    power = lambda n: n >= 16 and n & (n - 1) == 0  # noqa: E731
+    return hasattr(attn, "w_qkv") and power(width) and power(attn.dim_head)
+
+
+def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """``BasicTransformerBlock.forward`` of a block with fused q/k/v, as the five kernels -> [B, T, C]."""
+    batch, frames, width = x.shape
+    attn, ff = block.attn1, block.ff
+    rows = x.reshape(batch * frames, width).contiguous()
+    qkv = ln_linear(rows, block.norm1, attn.w_qkv, None)
+    heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head)
+    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows)
+    inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True)
+    rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows)
+    return rows.view(batch, frames, width)
+
+
+class KernelTransformerBlock(BasicTransformerBlock):
+    """A ``BasicTransformerBlock`` (with ``FusedSelfAttention``) running ``transformer_block_forward``."""
+
+    def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        return transformer_block_forward(self, x, allowed)
+
+
+def use_flow_kernels(root: torch.nn.Module) -> int:
+    """Switch every supported transformer block under ``root`` to the kernels (after
+    ``fuse.fuse_estimator_attention``); returns how many. The blocks keep their parameters."""
+    count = 0
+    for module in root.modules():
+        if type(module) is BasicTransformerBlock and supports_block(module):
+            module.__class__ = KernelTransformerBlock
+            count += 1
+    return count
