@@ -19,6 +19,8 @@ until measured on a GPU; on CPU the kernels run in Triton's interpreter (tests).
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import triton
 import triton.language as tl
@@ -145,6 +147,8 @@ def linear_residual(a: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
 def masked_attention(qkv: torch.Tensor, allowed: torch.Tensor, batch: int, frames: int, heads: int,
                      head_dim: int, block: int = 64) -> torch.Tensor:
     """Attention of qkv rows [B*T, 3*heads*head_dim] under allowed bool [B, T, T] -> [B*T, heads*head_dim]."""
+    if tuple(allowed.shape) != (batch, frames, frames):  # the module broadcasts; this kernel does not
+        raise ValueError(f"attention mask of shape {tuple(allowed.shape)}, expected {(batch, frames, frames)}")
     out = torch.empty(batch * frames, heads * head_dim, device=qkv.device, dtype=qkv.dtype)
     mask = allowed.view(torch.uint8) if allowed.dtype == torch.bool else allowed
     grid = (triton.cdiv(frames, block), batch * heads)
@@ -154,11 +158,16 @@ def masked_attention(qkv: torch.Tensor, allowed: torch.Tensor, batch: int, frame
 
 
 def supports_block(block) -> bool:
-    """Shapes the kernels take: power-of-two width and head size, fused bias-free q/k/v (``FusedSelfAttention``)."""
+    """Blocks the kernels take: fused bias-free q/k/v (``FusedSelfAttention``), power-of-two width and head
+    size, contiguous float16/bfloat16 weights (in float32 ``tl.dot`` would run at TF32 precision on a GPU)."""
     attn = block.attn1
+    if not hasattr(attn, "w_qkv"):
+        return False
     width = block.norm1.normalized_shape[0]
     power = lambda n: n >= 16 and n & (n - 1) == 0  # noqa: E731
-    return hasattr(attn, "w_qkv") and power(width) and power(attn.dim_head)
+    weights = (attn.w_qkv, attn.to_out[0].weight, block.ff.net[0].proj.weight, block.ff.net[2].weight)
+    return (power(width) and power(attn.dim_head) and all(w.is_contiguous() for w in weights)
+            and attn.w_qkv.dtype in (torch.float16, torch.bfloat16))
 
 
 def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
@@ -181,12 +190,32 @@ class KernelTransformerBlock(BasicTransformerBlock):
         return transformer_block_forward(self, x, allowed)
 
 
-def use_flow_kernels(root: torch.nn.Module) -> int:
+def use_flow_kernels(root: torch.nn.Module, frames: int = 96) -> int:
     """Switch every supported transformer block under ``root`` to the kernels (after
-    ``fuse.fuse_estimator_attention``); returns how many. The blocks keep their parameters."""
-    count = 0
-    for module in root.modules():
-        if type(module) is BasicTransformerBlock and supports_block(module):
-            module.__class__ = KernelTransformerBlock
-            count += 1
-    return count
+    ``fuse.fuse_estimator_attention``); returns how many. The blocks keep their parameters.
+
+    One block is first run both ways on a random input of ``frames`` frames: if a kernel does not compile on
+    this GPU / Triton, or disagrees with the module, nothing is switched and a warning says why."""
+    blocks = [m for m in root.modules() if type(m) is BasicTransformerBlock and supports_block(m)]
+    if not blocks:
+        return 0
+    probe = blocks[0]
+    try:
+        width = probe.norm1.normalized_shape[0]
+        weight = probe.attn1.w_qkv
+        g = torch.Generator(device=weight.device).manual_seed(0)
+        x = torch.randn(2, frames, width, device=weight.device, generator=g).to(weight.dtype)
+        allowed = torch.ones(2, frames, frames, dtype=torch.bool, device=weight.device)
+        with torch.inference_mode():
+            ours = transformer_block_forward(probe, x, allowed).float()
+            ref = BasicTransformerBlock.forward(probe, x, allowed).float()
+        error = float((ours - ref).abs().max() / (ref - x.float()).abs().max().clamp_min(1e-6))
+        if not error < 5e-2:
+            raise ValueError(f"kernels disagree with the module (relative error {error:.3g})")
+    except Exception as exc:  # noqa: BLE001 - any failure means: keep the compiled blocks
+        warnings.warn(f"flow Triton kernels unavailable ({type(exc).__name__}: {exc}); the estimator keeps "
+                      "its compiled blocks", RuntimeWarning, stacklevel=2)
+        return 0
+    for module in blocks:
+        module.__class__ = KernelTransformerBlock
+    return len(blocks)

@@ -31,7 +31,8 @@ FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
 
 def flow_kernels_wanted(device: torch.device) -> bool:
     """``COSYDESK_FLOW_KERNELS=1`` (and Triton on CUDA): the estimator's transformer blocks run the Triton
-    kernels of ``flow_kernels.py`` instead of compiled torch ops. Off by default until measured on a GPU."""
+    kernels of ``flow_kernels.py`` instead of compiled torch ops. Off by default until measured on a GPU;
+    ``COSYDESK_COMPILE=0`` (no generated kernels at all) keeps them off too."""
     on = os.environ.get("COSYDESK_FLOW_KERNELS", "0").strip().lower() in ("1", "true", "yes", "on")
     return on and compile_enabled(device)
 
