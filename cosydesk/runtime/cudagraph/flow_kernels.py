@@ -118,34 +118,35 @@ def _tiles(m: int) -> int:
 
 
 def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
-              gelu: bool = False, block_n: int = 64) -> torch.Tensor:
+              gelu: bool = False, block_n: int = 64, block_m: int | None = None, warps: int = 4) -> torch.Tensor:
     """LN(x) @ weight.T (+ bias) (GELU) for x [M, K] contiguous -> [M, N]."""
     m, k = x.shape
     n = weight.shape[0]
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
-    block_m = _tiles(m)
+    block_m = block_m or _tiles(m)
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     ln_linear_kernel[grid](x, norm.weight, norm.bias, weight, bias if bias is not None else weight, out, m, n,
                            float(norm.eps), K=k, HAS_BIAS=bias is not None, GELU=gelu, BLOCK_M=block_m,
-                           BLOCK_N=block_n)
+                           BLOCK_N=block_n, num_warps=warps)
     return out
 
 
 def linear_residual(a: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, res: torch.Tensor,
-                    block_n: int = 64, block_k: int = 64) -> torch.Tensor:
+                    block_n: int = 64, block_k: int = 64, block_m: int | None = None, warps: int = 4) -> torch.Tensor:
     """res + a @ weight.T + bias for a [M, K], res [M, N], both contiguous."""
     m, k = a.shape
     n = weight.shape[0]
     out = torch.empty_like(res)
-    block_m = _tiles(m)
+    block_m = block_m or _tiles(m)
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     linear_residual_kernel[grid](a, weight, bias if bias is not None else weight, res, out, m, n, k,
-                                 HAS_BIAS=bias is not None, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k)
+                                 HAS_BIAS=bias is not None, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+                                 num_warps=warps)
     return out
 
 
 def masked_attention(qkv: torch.Tensor, allowed: torch.Tensor, batch: int, frames: int, heads: int,
-                     head_dim: int, block: int = 64) -> torch.Tensor:
+                     head_dim: int, block: int = 64, warps: int = 4) -> torch.Tensor:
     """Attention of qkv rows [B*T, 3*heads*head_dim] under allowed bool [B, T, T] -> [B*T, heads*head_dim]."""
     if tuple(allowed.shape) != (batch, frames, frames):  # the module broadcasts; this kernel does not
         raise ValueError(f"attention mask of shape {tuple(allowed.shape)}, expected {(batch, frames, frames)}")
@@ -153,7 +154,8 @@ def masked_attention(qkv: torch.Tensor, allowed: torch.Tensor, batch: int, frame
     mask = allowed.view(torch.uint8) if allowed.dtype == torch.bool else allowed
     grid = (triton.cdiv(frames, block), batch * heads)
     masked_attention_kernel[grid](qkv, mask, out, frames, mask.stride(0), mask.stride(1), mask.stride(2),
-                                  head_dim ** -0.5, HEADS=heads, D=head_dim, BLOCK_Q=block, BLOCK_K=block)
+                                  head_dim ** -0.5, HEADS=heads, D=head_dim, BLOCK_Q=block, BLOCK_K=block,
+                                  num_warps=warps)
     return out
 
 
