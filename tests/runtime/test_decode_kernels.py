@@ -123,19 +123,21 @@ def test_unsupported_head_size_is_refused():
         dk.TritonDecoder(layers, torch.ones(48), 1e-6, torch.ones(5, 48), None, 2, 1, 24)
 
 
-def _tiny_lm():
+def _tiny_lm(version="v2"):
     from cosydesk.testing.full_size import random_model
 
-    return random_model("v2", "cpu", torch.float32, seed=0, tiny=True).llm
+    return random_model(version, "cpu", torch.float32, seed=0, tiny=True).llm
 
 
 @interpreted
-def test_static_qwen_with_decode_kernels_matches_eager_cpu():
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
     """StaticQwenLM(decode_kernels=True): prefill (plain) then decode steps through the kernels give the
-    reference module's logits; the decode-ahead loop yields what the plain-layer StaticQwenLM yields."""
+    reference module's logits (CosyVoice2's and CosyVoice3's speech LM); the decode-ahead loop yields what
+    the plain-layer StaticQwenLM yields."""
     from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 
-    lm = _tiny_lm()
+    lm = _tiny_lm(version)
     fast = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False, decode_kernels=True)
     plain = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False,
                          decode_kernels=False)
