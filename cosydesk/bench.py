@@ -318,6 +318,22 @@ def _cuda_sync_all(model):
         torch.cuda.synchronize()
 
 
+def kernel_paths(model) -> dict:
+    """Which decode / estimator paths a backend model runs, so the JSON says what was measured: the LLM
+    decode step as Triton kernels, a static graph of torch ops, or the plain module; and how many of the
+    estimator's transformer blocks run the Triton flow kernels."""
+    llm = model.llm
+    if getattr(llm, "triton_decoder", None) is not None:
+        decode = "triton"
+    elif hasattr(llm, "decode_layer"):
+        decode = "static torch"
+    else:
+        decode = "module"
+    estimator = getattr(getattr(model.flow, "decoder", None), "estimator", None)
+    blocks = 0 if estimator is None else sum(type(m).__name__ == "KernelTransformerBlock" for m in estimator.modules())
+    return {"llm_decode": decode, "flow_triton_blocks": blocks}
+
+
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,
                 fidelity_sentences: list[ForcedSentence], device, log=print, soak: int = 0,
                 loop: LoopOptions = LoopOptions()) -> tuple[dict, dict]:
@@ -425,6 +441,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
             "hift_ms_per_call": float(np.median(record["hift_ms"])) if record.get("hift_ms") else None,
         },
         "soak": soak_report,
+        "kernels": kernel_paths(model),
         "load_and_warmup_s": load_s,
         "audio_s": float(sum(audio_s)),
     }
