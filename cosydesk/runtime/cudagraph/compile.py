@@ -19,9 +19,19 @@ from collections.abc import Callable
 import torch
 
 
+def env_switch(name: str, default: bool) -> bool:
+    """An on/off environment switch: 1/true/yes/on or 0/false/no/off; unset or anything else: ``default``."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return default
+
+
 def compile_enabled(device: torch.device) -> bool:
     """True when blocks on ``device`` should be compiled: CUDA, Triton importable, not disabled by the env."""
-    if os.environ.get("COSYDESK_COMPILE", "1").strip().lower() in ("0", "false", "no", "off"):
+    if not env_switch("COSYDESK_COMPILE", True):
         return False
     if device.type != "cuda":
         return False

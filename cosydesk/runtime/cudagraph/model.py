@@ -11,14 +11,13 @@ captured for every non-final streaming chunk shape (``GraphedHift``) and the flo
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import torch
 
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
+from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled, env_switch
 from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
@@ -33,8 +32,7 @@ def flow_kernels_wanted(device: torch.device) -> bool:
     """``COSYDESK_FLOW_KERNELS=1`` (and Triton on CUDA): the estimator's transformer blocks run the Triton
     kernels of ``flow_kernels.py`` instead of compiled torch ops. Off by default until measured on a GPU;
     ``COSYDESK_COMPILE=0`` (no generated kernels at all) keeps them off too."""
-    on = os.environ.get("COSYDESK_FLOW_KERNELS", "0").strip().lower() in ("1", "true", "yes", "on")
-    return on and compile_enabled(device)
+    return env_switch("COSYDESK_FLOW_KERNELS", False) and compile_enabled(device)
 
 
 def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_frames: int | None = None):

@@ -18,7 +18,6 @@ Logits returned by ``prefill`` / ``decode_step`` live in static buffers, valid u
 from __future__ import annotations
 
 import functools
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ import torch.nn.functional as F
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
+from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled, env_switch
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError
@@ -43,9 +42,7 @@ DECODE_COMPILE_OPTIONS = {"coordinate_descent_tuning": True}
 def decode_kernels_available(device: torch.device) -> bool:
     """The Triton decode kernels are used by default on CUDA with Triton. ``COSYDESK_DECODE_KERNELS=0`` turns
     them off alone; ``COSYDESK_COMPILE=0`` (no generated kernels at all) turns them off too."""
-    if os.environ.get("COSYDESK_DECODE_KERNELS", "1").strip().lower() in ("0", "false", "no", "off"):
-        return False
-    return compile_enabled(device)
+    return env_switch("COSYDESK_DECODE_KERNELS", True) and compile_enabled(device)
 
 
 @dataclass
