@@ -137,17 +137,25 @@ def attend_kernel(qkv_ptr, cos_ptr, sin_ptr, pos_ptr, k_cache_ptr, v_cache_ptr, 
 
 
 @triton.jit
-def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """out[n] = res[n] + (W[n] . x), the product rounded to the model dtype before the add."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rmask = rows < N
+def _row_dots(x_ptr, w_ptr, rows, rmask, k_start, k_stop, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """float32 W[rows, k_start:k_stop] . x[k_start:k_stop] in BLOCK_K chunks (columns past K masked); each
+    chunk's weight load is issued before its input load."""
     acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(k_start, k_stop, BLOCK_K):
         offs = k0 + tl.arange(0, BLOCK_K)
         kmask = offs < K
         w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
         x = tl.load(x_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
         acc += tl.sum(w.to(tl.float32) * x[None, :], 1)
+    return acc
+
+
+@triton.jit
+def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[n] = res[n] + (W[n] . x), the product rounded to the model dtype before the add."""
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rmask = rows < N
+    acc = _row_dots(x_ptr, w_ptr, rows, rmask, 0, K, K, BLOCK_N, BLOCK_K)
     res = tl.load(res_ptr + rows, mask=rmask, other=0.0)
     y = (res.to(tl.float32) + acc.to(res.dtype).to(tl.float32)).to(res.dtype)
     tl.store(out_ptr + rows, y, mask=rmask)
@@ -160,14 +168,12 @@ def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.con
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     split = tl.program_id(1)
     rmask = rows < N
-    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for k0 in range(split * K_PER_SPLIT, (split + 1) * K_PER_SPLIT, BLOCK_K):
-        offs = k0 + tl.arange(0, BLOCK_K)
-        kmask = offs < K
-        w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
-        x = tl.load(x_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
-        acc += tl.sum(w.to(tl.float32) * x[None, :], 1)
+    acc = _row_dots(x_ptr, w_ptr, rows, rmask, split * K_PER_SPLIT, (split + 1) * K_PER_SPLIT, K, BLOCK_N, BLOCK_K)
     tl.store(part_ptr + split * N + rows, acc, mask=rmask)
+
+
+def power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
 
 
 @dataclass(frozen=True)
@@ -197,9 +203,6 @@ class DecodeKernelConfig:
     attend_warps: int = 4
 
     def __post_init__(self):
-        def power_of_two(n: int) -> bool:
-            return n >= 1 and n & (n - 1) == 0
-
         gemvs = {"qkv": self.qkv, "out": self.out, "gate_up": self.gate_up, "down": self.down, "logits": self.logits}
         for name, cfg in gemvs.items():
             if not power_of_two(cfg.block_n) or not power_of_two(cfg.warps):
@@ -253,7 +256,7 @@ def gemv_split(x: torch.Tensor, weight: torch.Tensor, partial: torch.Tensor, cfg
 
 def supports(heads: int, kv_heads: int, head_dim: int) -> bool:
     """Shapes the attention kernel handles: a power-of-two head size, whole query groups per key head."""
-    return head_dim >= 2 and head_dim & (head_dim - 1) == 0 and heads % kv_heads == 0
+    return head_dim >= 2 and power_of_two(head_dim) and heads % kv_heads == 0
 
 
 class TritonDecoder:
