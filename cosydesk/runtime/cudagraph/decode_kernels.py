@@ -191,7 +191,8 @@ class DecodeKernelConfig:
     """Launch shapes of the decode kernels; ``split``: how many partial sums the down projection's reduction
     is cut into (a power of two). Defaults: the fastest of a sweep on the H200 at the Qwen2-0.5B shape, each
     kernel over 24 layers in a CUDA graph, position 70 (exp. probe 11, us per layer): q/k/v 4.2, attention
-    4.1, output 3.6, gate/up 8.5, down 5.8 (split 8; 16 was 6.0)."""
+    4.1, output 3.6, gate/up 8.5, down 5.8 (split 8; 16 was 6.0); with the weight loads issued first (probe
+    12, same shapes): q/k/v 3.9, output 2.6, gate/up 7.8, down 5.2."""
 
     qkv: GemvConfig = GemvConfig(4, 0, 8)
     out: GemvConfig = GemvConfig(4, 1024, 8)
@@ -283,7 +284,9 @@ class TritonDecoder:
         self.config = config or DecodeKernelConfig()
         first = layers[0]
         hidden, inner = first.w_o.shape[0], first.w_down.shape[1]
-        new = lambda *shape, dtype=first.w_o.dtype: torch.zeros(*shape, dtype=dtype, device=first.w_o.device)  # noqa: E731
+        def new(*shape, dtype=first.w_o.dtype):
+            return torch.zeros(*shape, dtype=dtype, device=first.w_o.device)
+
         self.x = new(hidden)  # the input row; then each layer's input after attention (residual + output proj)
         self.residual = new(hidden)  # each layer's input (residual of the output projection)
         self.qkv = new(first.w_qkv.shape[0])

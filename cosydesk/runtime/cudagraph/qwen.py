@@ -4,8 +4,8 @@ The decoder math is written out here on the module's own weights (so shapes stay
 float32 statistics, rotary embedding computed in float32, grouped-query attention over the whole preallocated
 cache with a position mask (keys at positions <= the query's), SwiGLU MLP; q/k/v and gate/up as single GEMMs.
 The decode step runs the Triton kernels of ``decode_kernels.py`` on a GPU with Triton (else its layer compiled,
-``compile.py``); the prefill layer is compiled once with a symbolic length. The text-embedding table stays in host memory. One sequence
-at a time: the cache belongs to the object, a new ``prefill`` starts over.
+``compile.py``); the prefill layer is compiled once with a symbolic length. The text-embedding table stays in
+host memory. One sequence at a time: the cache belongs to the object, a new ``prefill`` starts over.
 
 ``generate_speech_tokens`` is the fast generation loop: the decode graph ends by choosing the next id on the
 device (``select.py``), so step n+1 is launched before the host reads id n (decode-ahead).
@@ -293,8 +293,8 @@ class StaticQwenLM:
 
     # --- capture ---------------------------------------------------------------------------------------
     def capture(self, pool=None, progress=None) -> None:
-        jobs = [("decode", self._decode_body), ("select_prefill", self._select_prefill_body)] + [(f"prefill{b}", functools.partial(self._prefill_body, b))
-                                                  for b in self.prefill_buckets]
+        jobs = [("decode", self._decode_body), ("select_prefill", self._select_prefill_body)]
+        jobs += [(f"prefill{b}", functools.partial(self._prefill_body, b)) for b in self.prefill_buckets]
         # two warm-up rounds: cuBLAS handles, SDPA kernel choice, the compiled layer
         self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
         self.k_cache.zero_()
