@@ -148,13 +148,13 @@ def test_full_size_block_on_the_gpu():
     assert fk.use_flow_kernels(torch.nn.ModuleList([block])) == 1
 
 
-def test_flow_kernels_are_opt_in(monkeypatch):
+def test_flow_kernels_default_on_cuda_only(monkeypatch):
     from cosydesk.runtime.cudagraph.compile import compile_enabled
     from cosydesk.runtime.cudagraph.model import flow_kernels_wanted
 
     monkeypatch.delenv("COSYDESK_FLOW_KERNELS", raising=False)
-    assert not flow_kernels_wanted(torch.device("cpu"))
-    monkeypatch.setenv("COSYDESK_FLOW_KERNELS", "1")
-    assert not flow_kernels_wanted(torch.device("cpu"))  # and only on CUDA with Triton
+    assert not flow_kernels_wanted(torch.device("cpu"))  # only on CUDA with Triton
     if torch.cuda.is_available():
         assert flow_kernels_wanted(torch.device("cuda")) == compile_enabled(torch.device("cuda"))
+    monkeypatch.setenv("COSYDESK_FLOW_KERNELS", "0")
+    assert not flow_kernels_wanted(torch.device("cuda"))

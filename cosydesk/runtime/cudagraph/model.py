@@ -29,10 +29,10 @@ FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
 
 
 def flow_kernels_wanted(device: torch.device) -> bool:
-    """``COSYDESK_FLOW_KERNELS=1`` (and Triton on CUDA): the estimator's transformer blocks run the Triton
-    kernels of ``flow_kernels.py`` instead of compiled torch ops. Off by default until measured on a GPU;
-    ``COSYDESK_COMPILE=0`` (no generated kernels at all) keeps them off too."""
-    return env_switch("COSYDESK_FLOW_KERNELS", False) and compile_enabled(device)
+    """On CUDA with Triton the estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``
+    instead of compiled torch ops; ``COSYDESK_FLOW_KERNELS=0`` turns them off, and ``COSYDESK_COMPILE=0`` (no
+    generated kernels at all) too."""
+    return env_switch("COSYDESK_FLOW_KERNELS", True) and compile_enabled(device)
 
 
 def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_frames: int | None = None):
@@ -55,7 +55,7 @@ def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_fra
     fuse_estimator_attention(sampler.estimator)
     mask_group_norms(sampler.estimator)  # v1: padding to a bucket must not move GroupNorm statistics
     convs_as_gemm(sampler.estimator)
-    if flow_kernels_wanted(model.device):  # opt-in until measured: Triton kernels for the transformer blocks
+    if flow_kernels_wanted(model.device):  # Triton kernels for the transformer blocks
         from cosydesk.runtime.cudagraph.flow_kernels import use_flow_kernels
 
         use_flow_kernels(sampler.estimator)  # those blocks leave ESTIMATOR_BLOCKS' class names: not compiled
