@@ -321,8 +321,9 @@ def _cuda_sync_all(model):
 
 def kernel_paths(model) -> dict:
     """Which decode / estimator paths a backend model runs, so the JSON says what was measured: the LLM
-    decode step as Triton kernels, a static graph of torch ops, or the plain module; and how many of the
-    estimator's transformer blocks run the Triton flow kernels."""
+    decode step as Triton kernels, a static graph of torch ops, or the plain module; the next id chosen by the
+    Triton selector, its compiled torch form on the device, or on the host; and how many of the estimator's
+    transformer blocks run the Triton flow kernels."""
     llm = model.llm
     if getattr(llm, "triton_decoder", None) is not None:
         decode = "triton"
@@ -332,7 +333,11 @@ def kernel_paths(model) -> dict:
         decode = "module"
     estimator = getattr(getattr(model.flow, "decoder", None), "estimator", None)
     blocks = 0 if estimator is None else sum(type(m).__name__ == "KernelTransformerBlock" for m in estimator.modules())
-    return {"llm_decode": decode, "flow_triton_blocks": blocks}
+    if getattr(llm, "select_kernel", None) is not None:
+        select = "triton"
+    else:
+        select = "device torch" if hasattr(llm, "selector") else "host"
+    return {"llm_decode": decode, "token_select": select, "flow_triton_blocks": blocks}
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,

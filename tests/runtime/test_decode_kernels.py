@@ -142,6 +142,7 @@ def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
     plain = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False,
                          decode_kernels=False)
     assert fast.triton_decoder is not None and plain.triton_decoder is None
+    assert fast.select_kernel is not None and plain.select_kernel is None  # ids: Triton selector vs torch form
     # the interpreter runs programs one by one: few, large row blocks for the 6,564-row head keep this quick
     fast.triton_decoder.config = dk.DecodeKernelConfig(logits=dk.GemvConfig(2048, 32))
     g = torch.Generator().manual_seed(3)
@@ -157,6 +158,9 @@ def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
     a = list(fast.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=3))
     b = list(plain.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=3))
     assert a == b and len(a) > 0
+    sampled = [list(m.generate_speech_tokens(text, prompt_text, prompt_speech, None, max_len_ratio=3,
+                                             generator=torch.Generator().manual_seed(5))) for m in (fast, plain)]
+    assert sampled[0] == sampled[1] and sampled[0] != a  # repetition-aware sampling, same draws
 
 
 def test_kernel_config_is_validated():
@@ -181,6 +185,21 @@ def test_static_qwen_falls_back_when_the_kernels_fail(monkeypatch):
     assert static.triton_decoder is None and static.decode_layer is not None
 
 
+def test_static_qwen_falls_back_when_the_selector_kernel_fails(monkeypatch):
+    from cosydesk.runtime.cudagraph import select_kernel
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no kernel for this GPU")
+
+    monkeypatch.setattr(select_kernel, "select_next", broken)
+    monkeypatch.setattr(dk.TritonDecoder, "step", lambda *args, **kwargs: None)  # the decode kernels "work"
+    with pytest.warns(RuntimeWarning, match="Triton token selector unavailable"):
+        static = StaticQwenLM(_tiny_lm(), max_len=64, prefill_buckets=(48,), use_graphs=False, decode_kernels=True)
+    assert static.triton_decoder is not None and static.select_kernel is None
+    assert int(static.selector.step) == 0  # the failed trial left the selector reset
+
+
 @cuda
 @pytest.mark.gpu
 def test_decode_kernels_float16_on_the_gpu():
@@ -190,3 +209,47 @@ def test_decode_kernels_float16_on_the_gpu():
     for pos in (0, 1, 127, 128, 200, 511):
         _check_against_reference(torch.float16, torch.device("cuda"), 2e-2, sizes=(4, 896, 4864, 14, 2, 64),
                                  max_len=512, pos=pos)
+
+
+@cuda
+@pytest.mark.gpu
+def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
+    """With PDL each kernel starts before the previous one ended and waits inside: captured in a CUDA graph
+    (as the backend runs it), the logits and cache must be bit-identical to the plain launches. A read or
+    write placed before the wait would show here as a difference (the cache is noise, the row changes)."""
+    if not dk.pdl_available(torch.device("cuda")):
+        pytest.skip("programmatic dependent launch needs a Hopper GPU and a Triton with gdc_wait")
+    n, hidden, inner, heads, kv_heads, head_dim = 4, 896, 4864, 14, 2, 64
+    layers = _random_layers(n, hidden, inner, heads, kv_heads, head_dim, torch.float16, "cuda")
+    g = torch.Generator().manual_seed(2)
+    norm = (1 + torch.randn(hidden, generator=g) * 0.1).cuda().half()
+    head_w = (torch.randn(6564, hidden, generator=g) * 0.1).cuda().half()
+    caches = torch.randn(2, n, 1, kv_heads, 256, head_dim, generator=g).cuda().half()
+    cos, sin = _rotary(256, head_dim, "cuda")
+    rows = torch.randn(8, hidden, generator=g).cuda().half()
+    outputs = []
+    for pdl in (False, True):
+        decoder = dk.TritonDecoder(layers, norm, 1e-6, head_w, None, heads, kv_heads, head_dim,
+                                   dk.DecodeKernelConfig(pdl=pdl))
+        k, v = caches[0].clone(), caches[1].clone()
+        position, logits, row = torch.zeros(1, dtype=torch.long, device="cuda"), torch.zeros(6564, device="cuda"), \
+            torch.zeros(hidden, device="cuda", dtype=torch.float16)
+
+        def body():
+            decoder.x.copy_(row)
+            decoder.step(k, v, cos, sin, position, logits)
+
+        body()  # compile outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            body()
+        seen = []
+        for i, pos in enumerate((0, 1, 2, 50, 51, 200, 3, 4)):
+            row.copy_(rows[i])
+            position.fill_(pos)
+            graph.replay()
+            seen.append(logits.clone())
+        torch.cuda.synchronize()
+        outputs.append((torch.stack(seen), k, v))
+    for a, b in zip(outputs[0], outputs[1]):
+        assert torch.equal(a, b)

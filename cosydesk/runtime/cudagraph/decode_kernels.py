@@ -27,6 +27,27 @@ import torch
 import triton
 import triton.language as tl
 
+try:  # grid dependency control (Hopper+): see DecodeKernelConfig.pdl
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # older Triton: PDL is never requested there (pdl_available() is False)
+    gdc_launch_dependents = gdc_wait = None
+
+
+@triton.jit
+def _pdl_start(PDL: tl.constexpr):
+    """With programmatic dependent launch: let the next kernel launch now (its programs then wait in
+    ``_pdl_wait``), so its launch and weight loads overlap this kernel's tail."""
+    if PDL:
+        gdc_launch_dependents()
+
+
+@triton.jit
+def _pdl_wait(PDL: tl.constexpr):
+    """With programmatic dependent launch: wait until the previous kernel finished and its writes are visible.
+    Nothing written by an earlier kernel may be read, and nothing at all written, before this."""
+    if PDL:
+        gdc_wait()
+
 
 @triton.jit
 def _layer_input(res_ptr, part_ptr, offs, mask, K, SPLIT: tl.constexpr, HAS_PARTIAL: tl.constexpr):
@@ -44,10 +65,11 @@ def _layer_input(res_ptr, part_ptr, offs, mask, K, SPLIT: tl.constexpr, HAS_PART
 @triton.jit
 def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_ptr, eps, N, K,
                     SPLIT: tl.constexpr, HAS_PARTIAL: tl.constexpr, STORE_X: tl.constexpr, HAS_BIAS: tl.constexpr,
-                    GLU: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                    GLU: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     """out[n] = W[n] . rmsnorm(x) (+ bias[n]) for this program's BLOCK_N rows; GLU: out[n] = silu(W[n] . h) *
     (W[N + n] . h). x = ``_layer_input``; STORE_X: program 0 also stores x (the residual of step 3).
     BLOCK_K >= K: the whole row is loaded at once (no dependent loop: this kernel is latency-bound)."""
+    _pdl_start(PDL)
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK_K)
     kmask = offs < K
@@ -59,13 +81,14 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
     w = tl.load(w_ptr + rows[:, None] * K + offs[None, :], mask=wmask, other=0.0)
     if GLU:
         w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
+    ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
+    _pdl_wait(PDL)  # the weights are constant: loaded before the previous kernel's results are awaited
     x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
     if STORE_X:
         if pid == 0:
             tl.store(x_out_ptr + offs, x, mask=kmask)
     xf = x.to(tl.float32)
     rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, 0) / K + eps)
-    ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
     h = (xf * rstd).to(x.dtype)
     h = (h.to(tl.float32) * ln.to(tl.float32)).to(x.dtype).to(tl.float32)  # weight * normed, model dtype
     acc = tl.sum(w.to(tl.float32) * h[None, :], 1)
@@ -93,10 +116,13 @@ def _rotated(ptr, cos, sin, d, HEAD_DIM: tl.constexpr):
 
 @triton.jit
 def attend_kernel(qkv_ptr, cos_ptr, sin_ptr, pos_ptr, k_cache_ptr, v_cache_ptr, out_ptr, scale, MAX_LEN,
-                  HEADS: tl.constexpr, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_L: tl.constexpr):
+                  HEADS: tl.constexpr, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_L: tl.constexpr,
+                  PDL: tl.constexpr):
     """Query head ``program_id`` attends over its key/value head's cache [KV_HEADS, MAX_LEN, HEAD_DIM] at
     positions <= pos. The new k/v (position pos) are taken from registers, not the cache: the first head of
     each group writes them, and the other heads of the group must not depend on that store."""
+    _pdl_start(PDL)
+    _pdl_wait(PDL)  # everything read here (q/k/v, position, cache) comes from earlier kernels
     head = tl.program_id(0)
     group: tl.constexpr = HEADS // KV_HEADS
     kv_head = head // group
@@ -151,8 +177,11 @@ def _row_dots(x_ptr, w_ptr, rows, rmask, k_start, k_stop, K, BLOCK_N: tl.constex
 
 
 @triton.jit
-def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                         PDL: tl.constexpr):
     """out[n] = res[n] + (W[n] . x), the product rounded to the model dtype before the add."""
+    _pdl_start(PDL)
+    _pdl_wait(PDL)  # the looped row dots load weights and input chunk by chunk: wait first
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     rmask = rows < N
     acc = _row_dots(x_ptr, w_ptr, rows, rmask, 0, K, K, BLOCK_N, BLOCK_K)
@@ -162,9 +191,12 @@ def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.const
 
 
 @triton.jit
-def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      PDL: tl.constexpr):
     """part[s, n] = W[n, ks] . x[ks] over split s's slice of K (``K_PER_SPLIT`` is a multiple of BLOCK_K, so
     the slices do not overlap). Many short rows reductions in parallel instead of few long ones."""
+    _pdl_start(PDL)
+    _pdl_wait(PDL)
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     split = tl.program_id(1)
     rmask = rows < N
@@ -174,6 +206,17 @@ def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.con
 
 def power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
+
+
+def pdl_available(device: torch.device) -> bool:
+    """Programmatic dependent launch: a Hopper-or-newer GPU and a Triton with grid dependency control."""
+    return (gdc_wait is not None and device.type == "cuda" and torch.cuda.is_available()
+            and torch.cuda.get_device_capability(device)[0] >= 9)
+
+
+def _pdl(pdl: bool) -> dict:
+    """Kernel launch arguments for ``pdl`` (``launch_pdl`` only when asked: older Triton does not know it)."""
+    return {"PDL": True, "launch_pdl": True} if pdl else {"PDL": False}
 
 
 @dataclass(frozen=True)
@@ -202,6 +245,9 @@ class DecodeKernelConfig:
     split: int = 8
     block_l: int = 128
     attend_warps: int = 4
+    # programmatic dependent launch: each kernel lets the next one launch at once and waits for its inputs
+    # inside (``_pdl_wait``), after issuing its weight loads; only where ``pdl_available``
+    pdl: bool = False
 
     def __post_init__(self):
         gemvs = {"qkv": self.qkv, "out": self.out, "gate_up": self.gate_up, "down": self.down, "logits": self.logits}
@@ -217,7 +263,7 @@ class DecodeKernelConfig:
 
 def rms_gemv(res: torch.Tensor, partial: torch.Tensor | None, x_out: torch.Tensor | None, ln: torch.Tensor,
              eps: float, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, cfg: GemvConfig,
-             glu: bool = False) -> None:
+             glu: bool = False, pdl: bool = False) -> None:
     """``out`` = weight @ rmsnorm(res + sum(partial)) (+ bias), or its GLU form (weight = [gate; up])."""
     rows = weight.shape[0] // 2 if glu else weight.shape[0]
     k = res.shape[-1]
@@ -227,32 +273,35 @@ def rms_gemv(res: torch.Tensor, partial: torch.Tensor | None, x_out: torch.Tenso
                           weight, bias if bias is not None else ln, out, float(eps), rows, k,
                           SPLIT=split, HAS_PARTIAL=partial is not None, STORE_X=x_out is not None,
                           HAS_BIAS=bias is not None, GLU=glu, BLOCK_N=cfg.block_n,
-                          BLOCK_K=triton.next_power_of_2(k), num_warps=cfg.warps)
+                          BLOCK_K=triton.next_power_of_2(k), num_warps=cfg.warps, **_pdl(pdl))
 
 
 def attend(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
-           v_cache: torch.Tensor, out: torch.Tensor, heads: int, kv_heads: int, block_l: int, warps: int = 4) -> None:
+           v_cache: torch.Tensor, out: torch.Tensor, heads: int, kv_heads: int, block_l: int, warps: int = 4,
+           pdl: bool = False) -> None:
     """Rotary + cache write + attention of one decode row (``k_cache``/``v_cache``: [kv_heads, L, d])."""
     head_dim = k_cache.shape[-1]
     attend_kernel[(heads,)](qkv, cos, sin, position, k_cache, v_cache, out, head_dim ** -0.5, k_cache.shape[-2],
-                            HEADS=heads, KV_HEADS=kv_heads, HEAD_DIM=head_dim, BLOCK_L=block_l, num_warps=warps)
+                            HEADS=heads, KV_HEADS=kv_heads, HEAD_DIM=head_dim, BLOCK_L=block_l, num_warps=warps,
+                            **_pdl(pdl))
 
 
 def gemv_residual(x: torch.Tensor, weight: torch.Tensor, res: torch.Tensor, out: torch.Tensor,
-                  cfg: GemvConfig) -> None:
+                  cfg: GemvConfig, pdl: bool = False) -> None:
     rows, k = weight.shape
     gemv_residual_kernel[(triton.cdiv(rows, cfg.block_n),)](x, weight, res, out, rows, k, BLOCK_N=cfg.block_n,
-                                                            BLOCK_K=cfg.block_k, num_warps=cfg.warps)
+                                                            BLOCK_K=cfg.block_k, num_warps=cfg.warps, **_pdl(pdl))
 
 
-def gemv_split(x: torch.Tensor, weight: torch.Tensor, partial: torch.Tensor, cfg: GemvConfig) -> None:
+def gemv_split(x: torch.Tensor, weight: torch.Tensor, partial: torch.Tensor, cfg: GemvConfig,
+               pdl: bool = False) -> None:
     """partial [split, rows] float32 partial products of weight @ x."""
     rows, k = weight.shape
     split = partial.shape[0]
     per_split = triton.cdiv(triton.cdiv(k, split), cfg.block_k) * cfg.block_k
     gemv_split_kernel[(triton.cdiv(rows, cfg.block_n), split)](x, weight, partial, rows, k, per_split,
                                                                BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-                                                               num_warps=cfg.warps)
+                                                               num_warps=cfg.warps, **_pdl(pdl))
 
 
 def supports(heads: int, kv_heads: int, head_dim: int) -> bool:
@@ -299,14 +348,15 @@ class TritonDecoder:
         """Logits of the row in ``self.x`` at ``position``; writes its K/V into the caches
         [layers, 1, kv_heads, max_len, head_dim]. Launches 5 kernels per layer and one for the head."""
         cfg = self.config
+        pdl = cfg.pdl
         partial = None  # layer 0's input is the embedded row itself
         for i, w in enumerate(self.layers):
-            rms_gemv(self.x, partial, self.residual, w.ln1, w.eps, w.w_qkv, w.b_qkv, self.qkv, cfg.qkv)
+            rms_gemv(self.x, partial, self.residual, w.ln1, w.eps, w.w_qkv, w.b_qkv, self.qkv, cfg.qkv, pdl=pdl)
             attend(self.qkv, cos, sin, position, k_cache[i, 0], v_cache[i, 0], self.attn, self.heads,
-                   self.kv_heads, cfg.block_l, cfg.attend_warps)
-            gemv_residual(self.attn, w.w_o, self.residual, self.x, cfg.out)
-            rms_gemv(self.x, None, None, w.ln2, w.eps, w.w_gate_up, None, self.act, cfg.gate_up, glu=True)
-            gemv_split(self.act, w.w_down, self.partial, cfg.down)
+                   self.kv_heads, cfg.block_l, cfg.attend_warps, pdl=pdl)
+            gemv_residual(self.attn, w.w_o, self.residual, self.x, cfg.out, pdl=pdl)
+            rms_gemv(self.x, None, None, w.ln2, w.eps, w.w_gate_up, None, self.act, cfg.gate_up, glu=True, pdl=pdl)
+            gemv_split(self.act, w.w_down, self.partial, cfg.down, pdl=pdl)
             partial = self.partial
         rms_gemv(self.x, partial, None, self.final_norm, self.final_eps, self.head_weight, self.head_bias, logits,
-                 cfg.logits)
+                 cfg.logits, pdl=pdl)

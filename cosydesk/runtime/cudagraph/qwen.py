@@ -207,8 +207,11 @@ class StaticQwenLM:
         # Prefill: the plain layer compiled once with a symbolic length, shared by every bucket (H200, bucket 64:
         # 3.1 -> 1.3 ms per prefill: RMSNorm, rotary and the residual adds fused).
         self.prefill_layer = compiled(decoder_layer, self.device, dynamic=True, backend=compile_backend)
-        # the choice of the next id, ~25 small ops, fused too (H200: 0.156 -> 0.078 ms per token)
-        self.select = compiled(self.selector.body, self.device, dynamic=False, backend=compile_backend)
+        # the choice of the next id: with the decode kernels one Triton program (``select_kernel.py``), else its
+        # ~25 small ops compiled (H200: 0.156 -> 0.078 ms per token)
+        self.select_kernel = self._make_select_kernel() if self.triton_decoder is not None else None
+        self.select = self.select_kernel or compiled(self.selector.body, self.device, dynamic=False,
+                                                     backend=compile_backend)
         if use_graphs:
             self.capture(pool, progress)
 
@@ -240,6 +243,28 @@ class StaticQwenLM:
                           "the LLM decode step uses the compiled layer", RuntimeWarning, stacklevel=3)
             return None
         return triton_decoder
+
+    def _make_select_kernel(self):
+        """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
+        (one call now, on zero logits; the selector is reset before every sentence)."""
+        from cosydesk.runtime.cudagraph import select_kernel
+
+        sampling = self.selector.sampling
+        if not select_kernel.supports(self.decode_logits.shape[0], sampling.top_k):
+            return None
+        select = functools.partial(select_kernel.select_next, self.selector)
+        try:
+            with torch.inference_mode():
+                select(self.decode_logits)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        except Exception as exc:  # noqa: BLE001 - any failure means: the compiled torch form instead
+            warnings.warn(f"Triton token selector unavailable ({type(exc).__name__}: {exc}); the compiled torch "
+                          "form chooses the ids", RuntimeWarning, stacklevel=3)
+            return None
+        finally:
+            self.selector.start(0, False, torch.zeros(0, 2))
+        return select
 
     def _move_text_embeddings_to_host(self) -> None:
         """The Qwen text table (151,936 x 896, 272 MB in float16) is read a few rows per sentence, at prefill:

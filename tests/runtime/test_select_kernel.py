@@ -1,0 +1,116 @@
+"""The one-program Triton token selector against ``DeviceTokenSelector.body`` (the torch form), step by step.
+
+Without a GPU the kernel runs in Triton's CPU interpreter (conftest sets TRITON_INTERPRET=1); on the H200 the GPU
+test runs it compiled. Both forms start from the same state and must leave the same token, chosen id, window
+and step after every call.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+import torch
+
+pytest.importorskip("triton", reason="the selector kernel is a Triton kernel")
+
+from cosydesk.model.sampling import RepetitionAwareSampler  # noqa: E402
+from cosydesk.runtime.cudagraph import select_kernel as sk  # noqa: E402
+from cosydesk.runtime.cudagraph.select import DeviceTokenSelector  # noqa: E402
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+interpreted = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                 reason="CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)")
+
+
+def _selector(vocab, device, sampling=None, max_steps=64):
+    token = torch.zeros(1, dtype=torch.long, device=device)
+    return DeviceTokenSelector(token, vocab, max_steps, [vocab - 1, vocab - 2], sampling)
+
+
+def _logits(vocab, g, kind):
+    x = torch.randn(vocab, generator=g) * 3
+    if kind == "ties":  # float16-rounded, many equal values at the top
+        x = x.half().float()
+        x[torch.randint(0, vocab, (30,), generator=g)] = x.max()
+    elif kind == "peaked":  # one id far ahead: the pick repeats, the fallback fires
+        x[7] = 40.0
+    elif kind == "flat":  # the nucleus reaches top_k
+        x = torch.randn(vocab, generator=g) * 0.01
+    return x
+
+
+def _state(s):
+    return [t.clone() for t in (s.token, s.chosen, s.recent, s.step)]
+
+
+def _run_both(vocab, device, kinds, steps=12, min_len=3, greedy=False, forced=None, sampling=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ref = _selector(vocab, device, sampling)
+    ref.start(min_len, greedy, torch.rand(steps, 2, generator=g), forced)
+    ours = copy.deepcopy(ref)
+    fallbacks = 0
+    for i in range(steps):
+        logits = _logits(vocab, g, kinds[i % len(kinds)]).to(device)
+        ref.body(logits)
+        sk.select_next(ours, logits)
+        for a, b, name in zip(_state(ref), _state(ours), ("token", "chosen", "recent", "step")):
+            assert torch.equal(a.cpu(), b.cpu()), f"step {i}: {name} {a.tolist()} != {b.tolist()}"
+        fallbacks += int(ref.chosen.item()) != 7 and kinds[i % len(kinds)] == "peaked"
+    return ref, fallbacks
+
+
+@interpreted
+@pytest.mark.parametrize("vocab", [300, 6564])
+def test_same_ids_as_the_torch_selector_cpu(vocab):
+    _, fallbacks = _run_both(vocab, "cpu", ["random", "ties", "peaked", "flat", "peaked", "peaked"], steps=18)
+    assert fallbacks >= 2  # the repetition fallback really ran (id 7 banned once it repeats)
+
+
+@interpreted
+def test_min_length_mask_greedy_and_forced_cpu():
+    ref, _ = _run_both(300, "cpu", ["random"], steps=6, min_len=6, greedy=True)
+    assert ref.step.item() == 6
+    _run_both(300, "cpu", ["random", "ties"], steps=6, forced=[5, 9, 11, 2, 0, 299])
+
+
+@interpreted
+def test_masked_ids_win_once_min_length_is_reached_cpu():
+    vocab = 300
+    g = torch.Generator().manual_seed(1)
+    s = _selector(vocab, "cpu")
+    s.start(2, True, torch.rand(4, 2, generator=g))
+    logits = torch.zeros(vocab)
+    logits[vocab - 1] = 10.0  # a masked id (eos-like) with the top score
+    ids = []
+    for _ in range(4):
+        sk.select_next(s, logits)
+        ids.append(int(s.chosen))
+    assert ids[:2] != [vocab - 1] * 2 and ids[2:] == [vocab - 1] * 2
+
+
+@interpreted
+def test_non_finite_logits_report_minus_one_and_keep_a_valid_token_cpu():
+    s = _selector(300, "cpu")
+    s.start(0, False, torch.rand(2, 2))
+    logits = torch.randn(300)
+    logits[3] = float("nan")
+    sk.select_next(s, logits)
+    assert int(s.chosen) == -1 and 0 <= int(s.token) < 300
+
+
+@interpreted
+def test_other_sampling_settings_cpu():
+    sampling = RepetitionAwareSampler(top_p=0.5, top_k=7, win_size=3, tau_r=0.5)
+    _run_both(300, "cpu", ["random", "peaked", "ties", "peaked"], sampling=sampling, steps=10)
+
+
+def test_supports():
+    assert sk.supports(6564, 25) and not sk.supports(20, 25) and not sk.supports(100_000, 25)
+
+
+@cuda
+def test_same_ids_as_the_torch_selector_gpu():
+    _, fallbacks = _run_both(6564, "cuda", ["random", "ties", "peaked", "flat", "peaked", "peaked"], steps=60)
+    assert fallbacks >= 2
