@@ -27,26 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
-try:  # grid dependency control (Hopper+): see DecodeKernelConfig.pdl
-    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
-except ImportError:  # older Triton: PDL is never requested there (pdl_available() is False)
-    gdc_launch_dependents = gdc_wait = None
-
-
-@triton.jit
-def _pdl_start(PDL: tl.constexpr):
-    """With programmatic dependent launch: let the next kernel launch now (its programs then wait in
-    ``_pdl_wait``), so its launch and weight loads overlap this kernel's tail."""
-    if PDL:
-        gdc_launch_dependents()
-
-
-@triton.jit
-def _pdl_wait(PDL: tl.constexpr):
-    """With programmatic dependent launch: wait until the previous kernel finished and its writes are visible.
-    Nothing written by an earlier kernel may be read, and nothing at all written, before this."""
-    if PDL:
-        gdc_wait()
+from cosydesk.runtime.cudagraph.pdl import launch_args as _pdl
+from cosydesk.runtime.cudagraph.pdl import pdl_available, pdl_start, pdl_wait
 
 
 @triton.jit
@@ -69,7 +51,7 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
     """out[n] = W[n] . rmsnorm(x) (+ bias[n]) for this program's BLOCK_N rows; GLU: out[n] = silu(W[n] . h) *
     (W[N + n] . h). x = ``_layer_input``; STORE_X: program 0 also stores x (the residual of step 3).
     BLOCK_K >= K: the whole row is loaded at once (no dependent loop: this kernel is latency-bound)."""
-    _pdl_start(PDL)
+    pdl_start(PDL)
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK_K)
     kmask = offs < K
@@ -82,7 +64,7 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
     if GLU:
         w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
     ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
-    _pdl_wait(PDL)  # the weights are constant: loaded before the previous kernel's results are awaited
+    pdl_wait(PDL)  # the weights are constant: loaded before the previous kernel's results are awaited
     x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
     if STORE_X:
         if pid == 0:
@@ -121,8 +103,8 @@ def attend_kernel(qkv_ptr, cos_ptr, sin_ptr, pos_ptr, k_cache_ptr, v_cache_ptr, 
     """Query head ``program_id`` attends over its key/value head's cache [KV_HEADS, MAX_LEN, HEAD_DIM] at
     positions <= pos. The new k/v (position pos) are taken from registers, not the cache: the first head of
     each group writes them, and the other heads of the group must not depend on that store."""
-    _pdl_start(PDL)
-    _pdl_wait(PDL)  # everything read here (q/k/v, position, cache) comes from earlier kernels
+    pdl_start(PDL)
+    pdl_wait(PDL)  # everything read here (q/k/v, position, cache) comes from earlier kernels
     head = tl.program_id(0)
     group: tl.constexpr = HEADS // KV_HEADS
     kv_head = head // group
@@ -180,8 +162,8 @@ def _row_dots(x_ptr, w_ptr, rows, rmask, k_start, k_stop, K, BLOCK_N: tl.constex
 def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          PDL: tl.constexpr):
     """out[n] = res[n] + (W[n] . x), the product rounded to the model dtype before the add."""
-    _pdl_start(PDL)
-    _pdl_wait(PDL)  # the looped row dots load weights and input chunk by chunk: wait first
+    pdl_start(PDL)
+    pdl_wait(PDL)  # the looped row dots load weights and input chunk by chunk: wait first
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     rmask = rows < N
     acc = _row_dots(x_ptr, w_ptr, rows, rmask, 0, K, K, BLOCK_N, BLOCK_K)
@@ -195,8 +177,8 @@ def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.con
                       PDL: tl.constexpr):
     """part[s, n] = W[n, ks] . x[ks] over split s's slice of K (``K_PER_SPLIT`` is a multiple of BLOCK_K, so
     the slices do not overlap). Many short rows reductions in parallel instead of few long ones."""
-    _pdl_start(PDL)
-    _pdl_wait(PDL)
+    pdl_start(PDL)
+    pdl_wait(PDL)
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     split = tl.program_id(1)
     rmask = rows < N
@@ -208,15 +190,6 @@ def power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 
 
-def pdl_available(device: torch.device) -> bool:
-    """Programmatic dependent launch: a Hopper-or-newer GPU and a Triton with grid dependency control."""
-    return (gdc_wait is not None and device.type == "cuda" and torch.cuda.is_available()
-            and torch.cuda.get_device_capability(device)[0] >= 9)
-
-
-def _pdl(pdl: bool) -> dict:
-    """Kernel launch arguments for ``pdl`` (``launch_pdl`` only when asked: older Triton does not know it)."""
-    return {"PDL": True, "launch_pdl": True} if pdl else {"PDL": False}
 
 
 @dataclass(frozen=True)
@@ -247,7 +220,7 @@ class DecodeKernelConfig:
     block_l: int = 128
     attend_warps: int = 4
     # programmatic dependent launch: each kernel lets the next one launch at once and waits for its inputs
-    # inside (``_pdl_wait``), after issuing its weight loads. None: where ``pdl_available`` (H200, decode
+    # inside (``pdl.pdl_wait``), after issuing its weight loads. None: where ``pdl_available`` (H200, decode
     # graph, probe 15: 0.553 -> 0.494 ms, logits bit-identical)
     pdl: bool | None = None
 
