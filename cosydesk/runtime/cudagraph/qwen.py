@@ -227,22 +227,16 @@ class StaticQwenLM:
         if not decode_kernels.supports(self.heads, self.kv_heads, self.head_dim):
             return None
         decoder = self.lm.llm_decoder
-        try:
-            triton_decoder = decode_kernels.TritonDecoder(
+        built = []
+
+        def build_and_step():  # writes position 0 of the cache, which every prefill overwrites
+            built.append(decode_kernels.TritonDecoder(
                 self.layers, self.final_norm.weight, self.final_norm.variance_epsilon, decoder.weight, decoder.bias,
-                self.heads, self.kv_heads, self.head_dim)
-            # one step now: a kernel this GPU / Triton cannot compile shows here, not in the first request
-            # (it writes position 0 of the cache, which every prefill overwrites)
-            with torch.inference_mode():
-                triton_decoder.step(self.k_cache, self.v_cache, self.cos, self.sin, self.position,
-                                    self.decode_logits)
-            if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
-        except Exception as exc:  # noqa: BLE001 - any failure means: use the compiled layer instead
-            warnings.warn(f"Triton decode kernels unavailable ({type(exc).__name__}: {exc}); "
-                          "the LLM decode step uses the compiled layer", RuntimeWarning, stacklevel=3)
-            return None
-        return triton_decoder
+                self.heads, self.kv_heads, self.head_dim))
+            built[0].step(self.k_cache, self.v_cache, self.cos, self.sin, self.position, self.decode_logits)
+
+        ok = self._trial_run(build_and_step, "Triton decode kernels", "the LLM decode step uses the compiled layer")
+        return built[0] if ok else None
 
     def _make_select_kernel(self):
         """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
@@ -254,17 +248,25 @@ class StaticQwenLM:
             return None
         select = functools.partial(select_kernel.select_next, self.selector)
         try:
-            with torch.inference_mode():
-                select(self.decode_logits)
-            if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
-        except Exception as exc:  # noqa: BLE001 - any failure means: the compiled torch form instead
-            warnings.warn(f"Triton token selector unavailable ({type(exc).__name__}: {exc}); the compiled torch "
-                          "form chooses the ids", RuntimeWarning, stacklevel=3)
-            return None
+            ok = self._trial_run(lambda: select(self.decode_logits), "Triton token selector",
+                                 "the compiled torch form chooses the ids")
         finally:
             self.selector.start(0, False, torch.zeros(0, 2))
-        return select
+        return select if ok else None
+
+    def _trial_run(self, run, what: str, fallback: str) -> bool:
+        """Run ``run()`` once now, so that a kernel this GPU / Triton cannot compile shows at load, not in the
+        first request; on any failure warn that ``what`` is unavailable and ``fallback`` is used, and say False."""
+        try:
+            with torch.inference_mode():
+                run()
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        except Exception as exc:  # noqa: BLE001 - any failure means: the fallback path
+            warnings.warn(f"{what} unavailable ({type(exc).__name__}: {exc}); {fallback}", RuntimeWarning,
+                          stacklevel=4)
+            return False
+        return True
 
     def _move_text_embeddings_to_host(self) -> None:
         """The Qwen text table (151,936 x 896, 272 MB in float16) is read a few rows per sentence, at prefill:
