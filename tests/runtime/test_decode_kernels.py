@@ -185,11 +185,28 @@ def test_static_qwen_falls_back_when_the_kernels_fail(monkeypatch):
     assert static.triton_decoder is None and static.decode_layer is not None
 
 
+def test_static_qwen_retries_without_pdl_when_pdl_launches_fail(monkeypatch):
+    """A driver/Triton that cannot launch or capture PDL kernels: plain launches, with a warning."""
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+
+    def step(self, *args, **kwargs):
+        if self.config.pdl is not False:
+            raise RuntimeError("launch_pdl not supported")
+
+    monkeypatch.setattr(dk, "pdl_available", lambda device: True)
+    monkeypatch.setattr(dk.TritonDecoder, "step", step)
+    with pytest.warns(RuntimeWarning, match="programmatic dependent launch unavailable"):
+        static = StaticQwenLM(_tiny_lm(), max_len=64, prefill_buckets=(48,), use_graphs=False, decode_kernels=True)
+    assert static.triton_decoder is not None and static.triton_decoder.config.pdl is False
+
+
 def test_static_qwen_falls_back_when_the_selector_kernel_fails(monkeypatch):
     from cosydesk.runtime.cudagraph import select_kernel
     from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 
-    def broken(*args, **kwargs):
+    def broken(selector, logits, **kwargs):  # half-way through: the selector's state already touched
+        selector.step.add_(3)
+        selector.recent.fill_(7)
         raise RuntimeError("no kernel for this GPU")
 
     monkeypatch.setattr(select_kernel, "select_next", broken)
@@ -197,7 +214,7 @@ def test_static_qwen_falls_back_when_the_selector_kernel_fails(monkeypatch):
     with pytest.warns(RuntimeWarning, match="Triton token selector unavailable"):
         static = StaticQwenLM(_tiny_lm(), max_len=64, prefill_buckets=(48,), use_graphs=False, decode_kernels=True)
     assert static.triton_decoder is not None and static.select_kernel is None
-    assert int(static.selector.step) == 0  # the failed trial left the selector reset
+    assert int(static.selector.step) == 0 and bool((static.selector.recent == -1).all())  # reset after the trial
 
 
 @cuda
@@ -253,3 +270,7 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
         outputs.append((torch.stack(seen), k, v))
     for a, b in zip(outputs[0], outputs[1]):
         assert torch.equal(a, b)
+    from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
+
+    kernels = (dk.rms_gemv_kernel, dk.attend_kernel, dk.gemv_residual_kernel, dk.gemv_split_kernel)
+    assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

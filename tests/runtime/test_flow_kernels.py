@@ -114,6 +114,7 @@ def test_the_mask_shape_is_checked():
 
 
 @interpreted
+@interpreted
 def test_only_supported_blocks_are_switched_after_a_trial_run_cpu():
     """Fused q/k/v, power-of-two widths, float16 only; the switch runs one block both ways first."""
     plain = BasicTransformerBlock(64, 2, 32).half()
@@ -124,6 +125,34 @@ def test_only_supported_blocks_are_switched_after_a_trial_run_cpu():
     assert fk.use_flow_kernels(root, frames=40) == 1
     assert type(fused) is fk.KernelTransformerBlock
     assert all(type(b) is BasicTransformerBlock for b in (plain, narrow, wide32))
+
+
+@interpreted
+@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.SMALL_TILES], ids=["tuned", "small"])
+def test_both_tile_sets_match_the_module_float32_cpu(tiles):
+    block = _block(64, 2, 32)
+    x, allowed = _inputs(2, 70, 64, 10, 25, "cpu", torch.float32)
+    with torch.no_grad():
+        ref = block(x, allowed)
+        ours = fk.transformer_block_forward(block, x, allowed, tiles=tiles)
+    assert float((ours - ref).abs().max()) <= 1e-5 * float((ref - x).abs().max())
+
+
+@interpreted
+def test_a_gpu_short_of_shared_memory_gets_the_small_tiles(monkeypatch):
+    """The tuned tiles fail (as on a 64 KB-per-block GPU): the blocks switch with the small ones, and say so."""
+    real_forward = fk.transformer_block_forward
+
+    def forward(block, x, allowed, pdl=False, tiles=fk.TUNED_TILES):
+        if tiles == fk.TUNED_TILES:
+            raise RuntimeError("out of resource: shared memory")
+        return real_forward(block, x, allowed, pdl, tiles)
+
+    monkeypatch.setattr(fk, "transformer_block_forward", forward)
+    fused = _block(64, 2, 32, dtype=torch.float16)
+    with pytest.warns(RuntimeWarning, match="shared memory.*using pdl=False"):
+        assert fk.use_flow_kernels(torch.nn.ModuleList([fused]), frames=40) == 1
+    assert type(fused) is fk.KernelTransformerBlock and fused.tiles == fk.SMALL_TILES and not fused.pdl
 
 
 def test_a_failing_kernel_leaves_the_blocks_alone(monkeypatch):
@@ -149,15 +178,14 @@ def test_full_size_block_on_the_gpu():
 
 
 def test_flow_kernels_default_on_cuda_only(monkeypatch):
-    from cosydesk.runtime.cudagraph.compile import compile_enabled
-    from cosydesk.runtime.cudagraph.model import flow_kernels_wanted
+    from cosydesk.runtime.cudagraph import model
 
     monkeypatch.delenv("COSYDESK_FLOW_KERNELS", raising=False)
-    assert not flow_kernels_wanted(torch.device("cpu"))  # only on CUDA with Triton
-    if torch.cuda.is_available():
-        assert flow_kernels_wanted(torch.device("cuda")) == compile_enabled(torch.device("cuda"))
+    assert not model.flow_kernels_wanted(torch.device("cpu"))  # only on CUDA with Triton
+    monkeypatch.setattr(model, "compile_enabled", lambda device: device.type == "cuda")  # as on a GPU machine
+    assert model.flow_kernels_wanted(torch.device("cuda"))  # on by default
     monkeypatch.setenv("COSYDESK_FLOW_KERNELS", "0")
-    assert not flow_kernels_wanted(torch.device("cuda"))
+    assert not model.flow_kernels_wanted(torch.device("cuda"))
 
 
 @cuda
@@ -194,3 +222,7 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
             seen.append(out.clone())
         results.append(torch.stack(seen))
     assert torch.equal(results[0], results[1])
+    from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
+
+    kernels = (fk.ln_linear_kernel, fk.linear_residual_kernel, fk.masked_attention_kernel)
+    assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

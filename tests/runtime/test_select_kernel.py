@@ -87,17 +87,41 @@ def test_masked_ids_win_once_min_length_is_reached_cpu():
     for _ in range(4):
         sk.select_next(s, logits)
         ids.append(int(s.chosen))
-    assert ids[:2] != [vocab - 1] * 2 and ids[2:] == [vocab - 1] * 2
+    assert ids == [0, 0, vocab - 1, vocab - 1]  # greedy on zeros: the lowest id while masked
 
 
 @interpreted
-def test_non_finite_logits_report_minus_one_and_keep_a_valid_token_cpu():
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("greedy", [False, True])
+def test_non_finite_logits_report_minus_one_and_keep_a_valid_token_cpu(bad, greedy):
     s = _selector(300, "cpu")
-    s.start(0, False, torch.rand(2, 2))
+    s.start(0, greedy, torch.rand(2, 2))
+    s.token.fill_(12345)  # must be overwritten with a valid id
     logits = torch.randn(300)
-    logits[3] = float("nan")
+    logits[3] = bad
     sk.select_next(s, logits)
     assert int(s.chosen) == -1 and 0 <= int(s.token) < 300
+
+
+@interpreted
+def test_steps_past_the_last_uniform_reuse_it_like_the_torch_form_cpu():
+    """A dropped decode-ahead step may run past max_steps: both forms clamp the uniform / forced index."""
+    g = torch.Generator().manual_seed(4)
+    ref = _selector(300, "cpu", max_steps=4)
+    ref.start(0, False, torch.rand(4, 2, generator=g), forced=None)
+    ours = copy.deepcopy(ref)
+    for i in range(9):
+        logits = _logits(300, g, "random" if i % 2 else "flat")
+        ref.body(logits)
+        sk.select_next(ours, logits)
+        assert [t.tolist() for t in _state(ref)] == [t.tolist() for t in _state(ours)], i
+    forced = _selector(300, "cpu", max_steps=4)
+    forced.start(0, False, torch.rand(4, 2, generator=g), forced=[5, 6, 7, 8])
+    ids = []
+    for _ in range(6):
+        sk.select_next(forced, torch.randn(300))
+        ids.append(int(forced.token))
+    assert ids == [5, 6, 7, 8, 8, 8]
 
 
 @interpreted
@@ -108,9 +132,19 @@ def test_other_sampling_settings_cpu():
 
 def test_supports():
     assert sk.supports(6564, 25) and not sk.supports(20, 25) and not sk.supports(100_000, 25)
+    assert not sk.supports(6564, 256)  # K_BLOCK x K_BLOCK registers: large top_k uses the torch form
 
 
 @cuda
+@pytest.mark.gpu
 def test_same_ids_as_the_torch_selector_gpu():
     _, fallbacks = _run_both(6564, "cuda", ["random", "ties", "peaked", "flat", "peaked", "peaked"], steps=60)
     assert fallbacks >= 2
+    # greedy over tied maxima: the lowest id, as torch.argmax (the interpreter cannot show the tie rule)
+    _run_both(6564, "cuda", ["ties"], steps=8, greedy=True)
+    s = _selector(6564, "cuda")
+    s.start(0, True, torch.rand(1, 2))
+    logits = torch.zeros(6564, device="cuda")
+    logits[[4000, 17, 900]] = 5.0
+    sk.select_next(s, logits)
+    assert int(s.token) == 17

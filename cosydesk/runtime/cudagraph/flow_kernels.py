@@ -23,6 +23,7 @@ step at bucket 128; solve output within 5e-4 (relative) of the compiled blocks; 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -125,10 +126,21 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
              mask=qmask[:, None])
 
 
-# Launch shapes from an H200 sweep at bucket 128 (256 rows, width 256; probe 13): q/k/v 5.8 -> 4.2 us with 32x128
-# tiles, the second feed-forward product 5.9 -> 5.0 us with 64x32 tiles and 8 warps, attention best at 64 / 4 warps.
-LN_LINEAR_TILE = (32, 128, 4)  # block_m, block_n, warps; block_n halves for rows wider than 256 (registers)
-LINEAR_RESIDUAL_TILE = (64, 32, 8)
+@dataclass(frozen=True)
+class FlowTiles:
+    """Launch tiles (block_m, block_n, warps) of ``ln_linear`` (block_n halves for rows wider than 256) and
+    ``linear_residual``. Defaults from an H200 sweep at bucket 128 (256 rows, width 256; probe 13): q/k/v
+    5.8 -> 4.2 us with 32x128 tiles, the second feed-forward product 5.9 -> 5.0 us with 64x32 tiles and 8 warps
+    (attention: 64 / 4 warps was best already)."""
+
+    ln_linear: tuple[int, int, int] = (32, 128, 4)
+    linear_residual: tuple[int, int, int] = (64, 32, 8)
+
+
+TUNED_TILES = FlowTiles()
+# the tuned q/k/v tile needs ~80 KB of shared memory: GPUs with 64 KB per block (Turing: T4, RTX 20xx) take these
+SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4))
+LN_LINEAR_TILE, LINEAR_RESIDUAL_TILE = TUNED_TILES.ln_linear, TUNED_TILES.linear_residual
 
 
 def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -191,58 +203,87 @@ def supports_block(block) -> bool:
             and attn.w_qkv.dtype in (torch.float16, torch.bfloat16))
 
 
-def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor, pdl: bool = False) -> torch.Tensor:
+def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor, pdl: bool = False,
+                              tiles: FlowTiles = TUNED_TILES) -> torch.Tensor:
     """``BasicTransformerBlock.forward`` of a block with fused q/k/v, as the five kernels -> [B, T, C];
     ``pdl``: launched with programmatic dependent launch (``pdl.py``; same results)."""
     batch, frames, width = x.shape
     attn, ff = block.attn1, block.ff
+    (lm, ln, lw), (rm, rn, rw) = tiles.ln_linear, tiles.linear_residual
+    lt = {"block_m": lm, "block_n": ln if width <= 256 else ln // 2, "warps": lw, "pdl": pdl}
+    rt = {"block_m": rm, "block_n": rn, "warps": rw, "pdl": pdl}
     rows = x.reshape(batch * frames, width).contiguous()
-    qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, pdl=pdl)
+    qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, **lt)
     heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head, pdl=pdl)
-    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, pdl=pdl)
-    inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, pdl=pdl)
-    rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, pdl=pdl)
+    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, **rt)
+    inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, **lt)
+    rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, **rt)
     return rows.view(batch, frames, width)
 
 
 class KernelTransformerBlock(BasicTransformerBlock):
     """A ``BasicTransformerBlock`` (with ``FusedSelfAttention``) running ``transformer_block_forward``
-    (``pdl`` set by ``use_flow_kernels``)."""
+    (``pdl`` and ``tiles`` set by ``use_flow_kernels``)."""
 
     pdl = False
+    tiles = TUNED_TILES
 
     def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-        return transformer_block_forward(self, x, allowed, self.pdl)
+        return transformer_block_forward(self, x, allowed, self.pdl, self.tiles)
 
 
 def use_flow_kernels(root: torch.nn.Module, frames: int = 96) -> int:
     """Switch every supported transformer block under ``root`` to the kernels (after
     ``fuse.fuse_estimator_attention``); returns how many. The blocks keep their parameters.
 
-    One block is first run both ways on a random input of ``frames`` frames: if a kernel does not compile on
-    this GPU / Triton, or disagrees with the module, nothing is switched and a warning says why."""
+    One block is first run both ways on a random input of ``frames`` frames (and on CUDA captured in a graph):
+    with PDL where available and the tuned tiles; if that fails, without PDL; then with the small tiles. If no
+    variant compiles on this GPU / Triton, or the kernels disagree with the module, nothing is switched and a
+    warning says why."""
     blocks = [m for m in root.modules() if type(m) is BasicTransformerBlock and supports_block(m)]
     if not blocks:
         return 0
     probe = blocks[0]
     pdl = pdl_available(probe.attn1.w_qkv.device)
+    variants = [(pdl, TUNED_TILES), (False, TUNED_TILES), (False, SMALL_TILES)][0 if pdl else 1:]
+    failures = []
+    for pdl, tiles in variants:
+        error = _trial(probe, frames, pdl, tiles)
+        if error is None:
+            break
+        failures.append(f"pdl={pdl}, {tiles}: {error}")
+    else:
+        warnings.warn(f"flow Triton kernels unavailable ({'; '.join(failures)}); the estimator keeps its compiled "
+                      "blocks", RuntimeWarning, stacklevel=2)
+        return 0
+    if failures:
+        warnings.warn(f"flow Triton kernels: {'; '.join(failures)}; using pdl={pdl}, {tiles}", RuntimeWarning,
+                      stacklevel=2)
+    for module in blocks:
+        module.__class__ = KernelTransformerBlock
+        module.pdl, module.tiles = pdl, tiles
+    return len(blocks)
+
+
+def _trial(block, frames: int, pdl: bool, tiles: FlowTiles) -> str | None:
+    """Why the kernels cannot stand in for ``block`` with these launch settings, or None when they can."""
+    from cosydesk.runtime.cudagraph.capture import capture_graphs
+
     try:
-        width = probe.norm1.normalized_shape[0]
-        weight = probe.attn1.w_qkv
+        width = block.norm1.normalized_shape[0]
+        weight = block.attn1.w_qkv
         g = torch.Generator(device=weight.device).manual_seed(0)
         x = torch.randn(2, frames, width, device=weight.device, generator=g).to(weight.dtype)
         allowed = torch.ones(2, frames, frames, dtype=torch.bool, device=weight.device)
         with torch.inference_mode():
-            ours = transformer_block_forward(probe, x, allowed, pdl).float()
-            ref = BasicTransformerBlock.forward(probe, x, allowed).float()
+            ours = transformer_block_forward(block, x, allowed, pdl, tiles).float()
+            ref = BasicTransformerBlock.forward(block, x, allowed).float()
         error = float((ours - ref).abs().max() / (ref - x.float()).abs().max().clamp_min(1e-6))
         if not error < 5e-2:
-            raise ValueError(f"kernels disagree with the module (relative error {error:.3g})")
-    except Exception as exc:  # noqa: BLE001 - any failure means: keep the compiled blocks
-        warnings.warn(f"flow Triton kernels unavailable ({type(exc).__name__}: {exc}); the estimator keeps "
-                      "its compiled blocks", RuntimeWarning, stacklevel=2)
-        return 0
-    for module in blocks:
-        module.__class__ = KernelTransformerBlock
-        module.pdl = pdl
-    return len(blocks)
+            return f"kernels disagree with the module (relative error {error:.3g})"
+        if weight.device.type == "cuda":  # the launches must also be capturable (PDL needs driver support)
+            capture_graphs([("trial", lambda: transformer_block_forward(block, x, allowed, pdl, tiles))],
+                           weight.device)
+    except Exception as exc:  # noqa: BLE001 - any failure means: try the next variant
+        return f"{type(exc).__name__}: {exc}"[:300]
+    return None

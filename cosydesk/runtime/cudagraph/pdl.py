@@ -44,6 +44,16 @@ def pdl_available(device: torch.device) -> bool:
             and torch.cuda.get_device_capability(device)[0] >= 9 and env_switch("COSYDESK_PDL", True))
 
 
+def compiled_with_pdl(kernel) -> bool:
+    """Whether a compiled variant of the Triton ``kernel`` was built for PDL launches and waits on the grid
+    dependency (tests use it: a silently ignored ``launch_pdl`` would make PDL-vs-plain comparisons vacuous)."""
+    for entry in kernel.device_caches.values():
+        for compiled in entry[0].values():
+            if getattr(compiled.metadata, "launch_pdl", False) and "griddepcontrol.wait" in compiled.asm.get("ptx", ""):
+                return True
+    return False
+
+
 def launch_args(pdl: bool) -> dict:
     """Kernel launch arguments for ``pdl`` (``launch_pdl`` only when asked: older Triton does not know it)."""
     return {"PDL": True, "launch_pdl": True} if pdl else {"PDL": False}

@@ -229,14 +229,27 @@ class StaticQwenLM:
         decoder = self.lm.llm_decoder
         built = []
 
-        def build_and_step():  # writes position 0 of the cache, which every prefill overwrites
-            built.append(decode_kernels.TritonDecoder(
+        def build_and_step(pdl: bool | None):  # writes position 0 of the cache, which every prefill overwrites
+            built[:] = [decode_kernels.TritonDecoder(
                 self.layers, self.final_norm.weight, self.final_norm.variance_epsilon, decoder.weight, decoder.bias,
-                self.heads, self.kv_heads, self.head_dim))
-            built[0].step(self.k_cache, self.v_cache, self.cos, self.sin, self.position, self.decode_logits)
+                self.heads, self.kv_heads, self.head_dim, decode_kernels.DecodeKernelConfig(pdl=pdl))]
+            step = functools.partial(built[0].step, self.k_cache, self.v_cache, self.cos, self.sin, self.position,
+                                     self.decode_logits)
+            step()
+            if self.device.type == "cuda":  # the launches must also be capturable (PDL needs driver support)
+                capture_graphs([("trial", step)], self.device)
 
-        ok = self._trial_run(build_and_step, "Triton decode kernels", "the LLM decode step uses the compiled layer")
-        return built[0] if ok else None
+        error = self._trial_run(lambda: build_and_step(None))
+        if error and decode_kernels.pdl_available(self.device):
+            pdl_error, error = error, self._trial_run(lambda: build_and_step(False))
+            if not error:
+                warnings.warn(f"programmatic dependent launch unavailable ({pdl_error}); the decode kernels use "
+                              "plain launches", RuntimeWarning, stacklevel=3)
+        if error:
+            warnings.warn(f"Triton decode kernels unavailable ({error}); the LLM decode step uses the compiled "
+                          "layer", RuntimeWarning, stacklevel=3)
+            return None
+        return built[0]
 
     def _make_select_kernel(self):
         """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
@@ -248,25 +261,26 @@ class StaticQwenLM:
             return None
         select = functools.partial(select_kernel.select_next, self.selector)
         try:
-            ok = self._trial_run(lambda: select(self.decode_logits), "Triton token selector",
-                                 "the compiled torch form chooses the ids")
+            error = self._trial_run(lambda: select(self.decode_logits))
         finally:
             self.selector.start(0, False, torch.zeros(0, 2))
-        return select if ok else None
+        if error:
+            warnings.warn(f"Triton token selector unavailable ({error}); the compiled torch form chooses the ids",
+                          RuntimeWarning, stacklevel=3)
+            return None
+        return select
 
-    def _trial_run(self, run, what: str, fallback: str) -> bool:
+    def _trial_run(self, run) -> str | None:
         """Run ``run()`` once now, so that a kernel this GPU / Triton cannot compile shows at load, not in the
-        first request; on any failure warn that ``what`` is unavailable and ``fallback`` is used, and say False."""
+        first request; why it failed, or None."""
         try:
             with torch.inference_mode():
                 run()
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
         except Exception as exc:  # noqa: BLE001 - any failure means: the fallback path
-            warnings.warn(f"{what} unavailable ({type(exc).__name__}: {exc}); {fallback}", RuntimeWarning,
-                          stacklevel=4)
-            return False
-        return True
+            return f"{type(exc).__name__}: {exc}"[:300]
+        return None
 
     def _move_text_embeddings_to_host(self) -> None:
         """The Qwen text table (151,936 x 896, 272 MB in float16) is read a few rows per sentence, at prefill:

@@ -14,9 +14,11 @@ one program holds the whole vocabulary in registers and does the same steps in o
    (second uniform) - the torch form computes it every step and selects;
 6. greedy / forced overrides, ``chosen`` = -1 when a logit was not finite, the window shifted, ``step`` + 1.
 
-Same ids as the torch form (tests compare them step by step, in Triton's CPU interpreter and on the GPU): the
-float32 sums may round in another order, which could move a draw only when its uniform lies within rounding of
-a bucket edge.
+Same ids as the torch form (tests compare them step by step, in Triton's CPU interpreter and on the GPU), up
+to float32 rounding: on the GPU ``tl.exp`` and the division are the fast approximate forms and the sums run in
+another order, so a probability may differ from torch's in its last bits. That can move a draw when its uniform
+lies within rounding of a bucket edge, or swap two entries whose probabilities are within a few ulps of each
+other (ties of equal logits stay ties: the same input gives the same value).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import triton.language as tl
 def _inverse_cdf(weights, u, positions, in_range):
     """First position whose running sum of ``weights`` exceeds ``u`` x total, never one of zero weight."""
     running = tl.cumsum(weights, 0)
-    total = tl.max(running, 0)  # = the last running sum: adding non-negative floats never decreases it
+    total = tl.max(running, 0)  # the last running sum (a running sum of non-negative floats hardly decreases)
     index = tl.sum(((running <= u * total) & in_range).to(tl.int32), 0)
     last_positive = tl.max(tl.where((weights > 0) & in_range, positions, 0), 0)
     return tl.minimum(index, last_positive)
@@ -99,8 +101,9 @@ def select_kernel(logits_ptr, length_masked_ptr, step_ptr, min_len_ptr, uniforms
 
 
 def supports(vocab: int, top_k: int) -> bool:
-    """Vocabularies the one-program kernel holds in registers (float32 + int64 keys per id)."""
-    return 0 < top_k <= vocab <= 16384
+    """Vocabularies the one-program kernel holds in registers (float32 + int64 keys per id), and top-k small
+    enough for its K_BLOCK x K_BLOCK shift matrix and TOP_K passes over the vocabulary."""
+    return 0 < top_k <= min(vocab, 128) and vocab <= 16384
 
 
 def select_next(selector, logits: torch.Tensor, warps: int = 8) -> None:
