@@ -8,7 +8,8 @@ The decode step runs the Triton kernels of ``decode_kernels.py`` on a GPU with T
 host memory. One sequence at a time: the cache belongs to the object, a new ``prefill`` starts over.
 
 ``generate_speech_tokens`` is the fast generation loop: the decode graph ends by choosing the next id on the
-device (``select.py``), so step n+1 is launched before the host reads id n (decode-ahead).
+device (``select.py``; with the decode kernels as one Triton program, ``select_kernel.py``), so step n+1 is
+launched before the host reads id n (decode-ahead).
 
 Prefill pads the prompt up to a bucket; the padded query rows write junk K/V at positions P..bucket-1, which
 is harmless: every later query at position p first overwrites position p and only reads keys <= p.
