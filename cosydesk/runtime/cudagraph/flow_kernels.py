@@ -128,8 +128,7 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
 
 @dataclass(frozen=True)
 class FlowTiles:
-    """Launch tiles (block_m, block_n, warps) of ``ln_linear`` (block_n halves for rows wider than 256) and
-    ``linear_residual``. Defaults from an H200 sweep at bucket 128 (256 rows, width 256; probe 13): q/k/v
+    """Launch tiles (block_m, block_n, warps) of ``ln_linear`` and ``linear_residual``. Defaults from an H200 sweep at bucket 128 (256 rows, width 256; probe 13): q/k/v
     5.8 -> 4.2 us with 32x128 tiles, the second feed-forward product 5.9 -> 5.0 us with 64x32 tiles and 8 warps
     (attention: 64 / 4 warps was best already)."""
 
@@ -140,19 +139,18 @@ class FlowTiles:
 TUNED_TILES = FlowTiles()
 # the tuned q/k/v tile needs ~80 KB of shared memory: GPUs with 64 KB per block (Turing: T4, RTX 20xx) take these
 SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4))
-LN_LINEAR_TILE, LINEAR_RESIDUAL_TILE = TUNED_TILES.ln_linear, TUNED_TILES.linear_residual
 
 
 def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
-              gelu: bool = False, block_n: int | None = None, block_m: int | None = None,
-              warps: int | None = None, pdl: bool = False) -> torch.Tensor:
-    """LN(x) @ weight.T (+ bias) (GELU) for x [M, K] contiguous -> [M, N]."""
+              gelu: bool = False, tile: tuple[int, int, int] = TUNED_TILES.ln_linear,
+              pdl: bool = False) -> torch.Tensor:
+    """LN(x) @ weight.T (+ bias) (GELU) for x [M, K] contiguous -> [M, N]; ``tile``: block_m, block_n, warps."""
     m, k = x.shape
     n = weight.shape[0]
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
-    block_m = block_m or LN_LINEAR_TILE[0]
-    block_n = block_n or (LN_LINEAR_TILE[1] if k <= 256 else LN_LINEAR_TILE[1] // 2)
-    warps = warps or LN_LINEAR_TILE[2]
+    block_m, block_n, warps = tile
+    if k > 256:  # a program holds K x block_n weights in registers: narrower tiles for wider rows
+        block_n //= 2
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     ln_linear_kernel[grid](x, norm.weight, norm.bias, weight, bias if bias is not None else weight, out, m, n,
                            float(norm.eps), K=k, HAS_BIAS=bias is not None, GELU=gelu, BLOCK_M=block_m,
@@ -161,14 +159,13 @@ def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, b
 
 
 def linear_residual(a: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, res: torch.Tensor,
-                    block_n: int | None = None, block_k: int = 64, block_m: int | None = None,
-                    warps: int | None = None, pdl: bool = False) -> torch.Tensor:
-    """res + a @ weight.T + bias for a [M, K], res [M, N], both contiguous."""
+                    tile: tuple[int, int, int] = TUNED_TILES.linear_residual, block_k: int = 64,
+                    pdl: bool = False) -> torch.Tensor:
+    """res + a @ weight.T + bias for a [M, K], res [M, N], both contiguous; ``tile``: block_m, block_n, warps."""
     m, k = a.shape
     n = weight.shape[0]
     out = torch.empty_like(res)
-    default_m, default_n, default_warps = LINEAR_RESIDUAL_TILE
-    block_m, block_n, warps = block_m or default_m, block_n or default_n, warps or default_warps
+    block_m, block_n, warps = tile
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     linear_residual_kernel[grid](a, weight, bias if bias is not None else weight, res, out, m, n, k,
                                  HAS_BIAS=bias is not None, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
@@ -209,15 +206,13 @@ def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor, pdl
     ``pdl``: launched with programmatic dependent launch (``pdl.py``; same results)."""
     batch, frames, width = x.shape
     attn, ff = block.attn1, block.ff
-    (lm, ln, lw), (rm, rn, rw) = tiles.ln_linear, tiles.linear_residual
-    lt = {"block_m": lm, "block_n": ln if width <= 256 else ln // 2, "warps": lw, "pdl": pdl}
-    rt = {"block_m": rm, "block_n": rn, "warps": rw, "pdl": pdl}
+    lt, rt = tiles.ln_linear, tiles.linear_residual
     rows = x.reshape(batch * frames, width).contiguous()
-    qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, **lt)
+    qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, tile=lt, pdl=pdl)
     heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head, pdl=pdl)
-    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, **rt)
-    inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, **lt)
-    rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, **rt)
+    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, tile=rt, pdl=pdl)
+    inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, tile=lt, pdl=pdl)
+    rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, tile=rt, pdl=pdl)
     return rows.view(batch, frames, width)
 
 
