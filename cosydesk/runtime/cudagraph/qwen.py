@@ -236,9 +236,10 @@ class StaticQwenLM:
                 self.heads, self.kv_heads, self.head_dim, decode_kernels.DecodeKernelConfig(pdl=pdl))]
             step = functools.partial(built[0].step, self.k_cache, self.v_cache, self.cos, self.sin, self.position,
                                      self.decode_logits)
-            step()
-            if self.device.type == "cuda":  # the launches must also be capturable (PDL needs driver support)
+            if self.device.type == "cuda":  # run once, then captured: PDL launches need driver support for graphs
                 capture_graphs([("trial", step)], self.device)
+            else:
+                step()
 
         error = self._trial_run(lambda: build_and_step(None))
         if error and decode_kernels.pdl_available(self.device):
