@@ -19,10 +19,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 try:
     import torch as _torch
 
-    if not _torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    _HAS_CUDA = _torch.cuda.is_available()
 except ImportError:
-    pass
+    _HAS_CUDA = False
+if not _HAS_CUDA:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+cuda = pytest.mark.skipif(not _HAS_CUDA, reason="needs CUDA")
+# Triton kernels take CPU tensors only in its interpreter: Triton decides at kernel definition (set above,
+# only without a GPU)
+interpreted = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                 reason="CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)")
 
 # PortAudio reads the ALSA config once, at `import sounddevice`: route the default device into a capture
 # file before any test imports it, so playback tests can compare what was played with what was produced.

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded, make_buckets, padding_waste
-
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+from tests.conftest import cuda
 
 
 def test_make_buckets_and_lookup():

@@ -7,7 +7,6 @@ code, numpy underneath. On the H200 the GPU variant runs them compiled, in float
 from __future__ import annotations
 
 import copy
-import os
 
 import pytest
 import torch
@@ -16,11 +15,7 @@ triton = pytest.importorskip("triton", reason="the decode kernels are Triton ker
 
 from cosydesk.runtime.cudagraph import decode_kernels as dk  # noqa: E402
 from cosydesk.runtime.cudagraph.qwen import LayerWeights, _rms, decoder_layer  # noqa: E402
-
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-# CPU tensors need the interpreter: Triton decides at kernel definition, and conftest sets it only without a GPU
-interpreted = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                                 reason="CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)")
+from tests.conftest import cuda, interpreted  # noqa: E402
 
 
 def _random_layers(n, hidden, inner, heads, kv_heads, head_dim, dtype, device, seed=0):

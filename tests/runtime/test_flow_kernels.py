@@ -5,8 +5,6 @@ Without a GPU they run in Triton's CPU interpreter (conftest sets TRITON_INTERPR
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -15,10 +13,7 @@ pytest.importorskip("triton", reason="the flow kernels are Triton kernels")
 from cosydesk.model.unet import BasicTransformerBlock, attention_allowed  # noqa: E402
 from cosydesk.runtime.cudagraph import flow_kernels as fk  # noqa: E402
 from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention  # noqa: E402
-
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-interpreted = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                                 reason="CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)")
+from tests.conftest import cuda, interpreted  # noqa: E402
 
 
 def _block(width, heads, head_dim, seed=0, device="cpu", dtype=torch.float32):

@@ -8,7 +8,6 @@ and step after every call.
 from __future__ import annotations
 
 import copy
-import os
 
 import pytest
 import torch
@@ -18,10 +17,7 @@ pytest.importorskip("triton", reason="the selector kernel is a Triton kernel")
 from cosydesk.model.sampling import RepetitionAwareSampler  # noqa: E402
 from cosydesk.runtime.cudagraph import select_kernel as sk  # noqa: E402
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector  # noqa: E402
-
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-interpreted = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                                 reason="CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)")
+from tests.conftest import cuda, interpreted  # noqa: E402
 
 
 def _selector(vocab, device, sampling=None, max_steps=64):
