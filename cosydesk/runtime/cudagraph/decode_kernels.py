@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from cosydesk.runtime.cudagraph.pdl import launch_args as _pdl
+from cosydesk.runtime.cudagraph.pdl import launch_args
 from cosydesk.runtime.cudagraph.pdl import pdl_available, pdl_start, pdl_wait
 
 
@@ -248,7 +248,7 @@ def rms_gemv(res: torch.Tensor, partial: torch.Tensor | None, x_out: torch.Tenso
                           weight, bias if bias is not None else ln, out, float(eps), rows, k,
                           SPLIT=split, HAS_PARTIAL=partial is not None, STORE_X=x_out is not None,
                           HAS_BIAS=bias is not None, GLU=glu, BLOCK_N=cfg.block_n,
-                          BLOCK_K=triton.next_power_of_2(k), num_warps=cfg.warps, **_pdl(pdl))
+                          BLOCK_K=triton.next_power_of_2(k), num_warps=cfg.warps, **launch_args(pdl))
 
 
 def attend(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
@@ -258,14 +258,14 @@ def attend(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, position: to
     head_dim = k_cache.shape[-1]
     attend_kernel[(heads,)](qkv, cos, sin, position, k_cache, v_cache, out, head_dim ** -0.5, k_cache.shape[-2],
                             HEADS=heads, KV_HEADS=kv_heads, HEAD_DIM=head_dim, BLOCK_L=block_l, num_warps=warps,
-                            **_pdl(pdl))
+                            **launch_args(pdl))
 
 
 def gemv_residual(x: torch.Tensor, weight: torch.Tensor, res: torch.Tensor, out: torch.Tensor,
                   cfg: GemvConfig, pdl: bool = False) -> None:
     rows, k = weight.shape
     gemv_residual_kernel[(triton.cdiv(rows, cfg.block_n),)](x, weight, res, out, rows, k, BLOCK_N=cfg.block_n,
-                                                            BLOCK_K=cfg.block_k, num_warps=cfg.warps, **_pdl(pdl))
+                                                            BLOCK_K=cfg.block_k, num_warps=cfg.warps, **launch_args(pdl))
 
 
 def gemv_split(x: torch.Tensor, weight: torch.Tensor, partial: torch.Tensor, cfg: GemvConfig,
@@ -276,7 +276,7 @@ def gemv_split(x: torch.Tensor, weight: torch.Tensor, partial: torch.Tensor, cfg
     per_split = triton.cdiv(triton.cdiv(k, split), cfg.block_k) * cfg.block_k
     gemv_split_kernel[(triton.cdiv(rows, cfg.block_n), split)](x, weight, partial, rows, k, per_split,
                                                                BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-                                                               num_warps=cfg.warps, **_pdl(pdl))
+                                                               num_warps=cfg.warps, **launch_args(pdl))
 
 
 def supports(heads: int, kv_heads: int, head_dim: int) -> bool:
