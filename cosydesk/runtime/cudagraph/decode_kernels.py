@@ -265,7 +265,8 @@ def gemv_residual(x: torch.Tensor, weight: torch.Tensor, res: torch.Tensor, out:
                   cfg: GemvConfig, pdl: bool = False) -> None:
     rows, k = weight.shape
     gemv_residual_kernel[(triton.cdiv(rows, cfg.block_n),)](x, weight, res, out, rows, k, BLOCK_N=cfg.block_n,
-                                                            BLOCK_K=cfg.block_k, num_warps=cfg.warps, **launch_args(pdl))
+                                                            BLOCK_K=cfg.block_k, num_warps=cfg.warps,
+                                                            **launch_args(pdl))
 
 
 def gemv_split(x: torch.Tensor, weight: torch.Tensor, partial: torch.Tensor, cfg: GemvConfig,

@@ -128,9 +128,9 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
 
 @dataclass(frozen=True)
 class FlowTiles:
-    """Launch tiles (block_m, block_n, warps) of ``ln_linear`` and ``linear_residual``. Defaults from an H200 sweep at bucket 128 (256 rows, width 256; probe 13): q/k/v
-    5.8 -> 4.2 us with 32x128 tiles, the second feed-forward product 5.9 -> 5.0 us with 64x32 tiles and 8 warps
-    (attention: 64 / 4 warps was best already)."""
+    """Launch tiles (block_m, block_n, warps) of ``ln_linear`` and ``linear_residual``. Defaults from an H200
+    sweep at bucket 128 (256 rows, width 256; probe 13): q/k/v 5.8 -> 4.2 us with 32x128 tiles, the second
+    feed-forward product 5.9 -> 5.0 us with 64x32 tiles and 8 warps (attention: 64 / 4 warps was best already)."""
 
     ln_linear: tuple[int, int, int] = (32, 128, 4)
     linear_residual: tuple[int, int, int] = (64, 32, 8)
