@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
+from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled, env_switch
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
-from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
-from cosydesk.runtime.errors import NumericalError
+from cosydesk.runtime.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
 
 
 # Inductor tunes the block sizes of the decode layer's few kernels (its matrix-vector reductions are ~80 % of
@@ -44,11 +42,6 @@ def decode_kernels_available(device: torch.device) -> bool:
     """The Triton decode kernels are used by default on CUDA with Triton. ``COSYDESK_DECODE_KERNELS=0`` turns
     them off alone; ``COSYDESK_COMPILE=0`` (no generated kernels at all) turns them off too."""
     return env_switch("COSYDESK_DECODE_KERNELS", True) and compile_enabled(device)
-
-
-@dataclass
-class StaticDecodeState:
-    length: int
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -148,7 +141,7 @@ def decode_layer_gemv(*args) -> torch.Tensor:
     return decoder_layer(*args, gemv=True)
 
 
-class StaticQwenLM:
+class StaticQwenLM(StaticSpeechLM):
     """Drop-in for the runtime's LLM calls (``prefill``, ``decode_step``) on a Qwen2LM / CosyVoice3LM."""
 
     def __init__(self, lm, max_len: int = 512, prefill_buckets: tuple[int, ...] = (32, 64, 96, 128, 192, 256),
@@ -156,7 +149,6 @@ class StaticQwenLM:
                  host_text_embeddings: bool | None = None,
                  decode_compile_options: dict | None = DECODE_COMPILE_OPTIONS,
                  sampling: RepetitionAwareSampler | None = None, decode_kernels: bool | None = None):
-        self.lm = lm
         backbone = lm.llm.model.model
         self.layers = [fuse_layer(layer) for layer in backbone.layers]
         self.final_norm = backbone.norm
@@ -166,12 +158,12 @@ class StaticQwenLM:
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
         self.hidden = cfg.hidden_size
         weight = lm.llm_decoder.weight
-        self.device, self.dtype = weight.device, weight.dtype
+        self._init_generation(lm, weight.shape[0], max_len, weight.device, sampling)
+        self.dtype = weight.dtype
         if host_text_embeddings is None:
             host_text_embeddings = self.device.type == "cuda"
         if host_text_embeddings:
             self._move_text_embeddings_to_host()
-        self.max_len = max_len
         self.prefill_buckets = [b for b in prefill_buckets if b <= max_len]
         shape = (len(self.layers), 1, self.kv_heads, max_len, self.head_dim)
         self.k_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
@@ -183,19 +175,10 @@ class StaticQwenLM:
         table = torch.cat([freqs, freqs], dim=-1)
         self.cos, self.sin = table.cos() * scale, table.sin() * scale
         self.key_positions = torch.arange(max_len, device=self.device)
-        # static inputs / outputs
-        self.token = torch.zeros(1, dtype=torch.long, device=self.device)
-        self.position = torch.zeros(1, dtype=torch.long, device=self.device)
-        self.decode_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
         self.prefill_in = {b: torch.zeros(1, b, self.hidden, device=self.device, dtype=self.dtype)
                            for b in self.prefill_buckets}
         self.prefill_pos = {b: torch.arange(b, device=self.device) for b in self.prefill_buckets}
         self.prefill_last = torch.zeros(1, dtype=torch.long, device=self.device)
-        self.prefill_logits = torch.zeros(weight.shape[0], dtype=torch.float32, device=self.device)
-        self.selector = DeviceTokenSelector(self.token, weight.shape[0], max_len, lm.min_len_masked_ids, sampling)
-        self.host_ids = HostIds(self.selector.chosen)
-        self._last_generation: torch.cuda.Event | None = None  # see _after_previous_generation
-        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self.eager_prefills = 0
         # The decode step is the hot loop. With Triton on a GPU it runs the hand-written kernels of
         # ``decode_kernels.py`` (5 per layer; H200: see that module). Otherwise its layer is compiled where
@@ -253,37 +236,6 @@ class StaticQwenLM:
             return None
         return built[0]
 
-    def _make_select_kernel(self):
-        """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
-        (one call now, on zero logits; the selector is reset before every sentence)."""
-        from cosydesk.runtime.cudagraph import select_kernel
-
-        sampling = self.selector.sampling
-        if not select_kernel.supports(self.decode_logits.shape[0], sampling.top_k):
-            return None
-        select = functools.partial(select_kernel.select_next, self.selector)
-        try:
-            error = self._trial_run(lambda: select(self.decode_logits))
-        finally:
-            self.selector.start(0, False, torch.zeros(0, 2))
-        if error:
-            warnings.warn(f"Triton token selector unavailable ({error}); the compiled torch form chooses the ids",
-                          RuntimeWarning, stacklevel=3)
-            return None
-        return select
-
-    def _trial_run(self, run) -> str | None:
-        """Run ``run()`` once now, so that a kernel this GPU / Triton cannot compile shows at load, not in the
-        first request; why it failed, or None."""
-        try:
-            with torch.inference_mode():
-                run()
-            if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
-        except Exception as exc:  # noqa: BLE001 - any failure means: the fallback path
-            return f"{type(exc).__name__}: {exc}"[:300]
-        return None
-
     def _move_text_embeddings_to_host(self) -> None:
         """The Qwen text table (151,936 x 896, 272 MB in float16) is read a few rows per sentence, at prefill:
         it stays in host memory and only the gathered rows travel. (Its tied ``lm_head`` is never evaluated.)"""
@@ -326,9 +278,6 @@ class StaticQwenLM:
         self.select(self.decode_logits)
         self.position.add_(1)
 
-    def _select_prefill_body(self) -> None:
-        self.select(self.prefill_logits)
-
     def _prefill_body(self, bucket: int) -> None:
         hidden = self.forward(self.prefill_in[bucket], self.prefill_pos[bucket], self.prefill_layer)
         last = hidden[0].index_select(0, self.prefill_last)
@@ -344,14 +293,7 @@ class StaticQwenLM:
         self.v_cache.zero_()
         self.selector.start(0, False, torch.zeros(0, 2))
 
-    # --- runtime API -----------------------------------------------------------------------------------
-    def _after_previous_generation(self) -> None:
-        """A finished or abandoned ``generate_speech_tokens`` may leave its decode-ahead step queued, and that
-        step writes the cache and the selector's buffers: new work on any stream is ordered after it."""
-        if self._last_generation is not None:
-            torch.cuda.current_stream(self.device).wait_event(self._last_generation)
-            self._last_generation = None
-
+    # --- runtime API (the rest: ``StaticSpeechLM``) ----------------------------------------------------
     @torch.inference_mode()
     def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
         self._after_previous_generation()
@@ -372,77 +314,3 @@ class StaticQwenLM:
             self.prefill_last.fill_(length - 1)
             self._replay(f"prefill{bucket}", functools.partial(self._prefill_body, bucket))
         return self.prefill_logits, StaticDecodeState(length=length)
-
-    @torch.inference_mode()
-    def decode_step(self, token, state: StaticDecodeState):
-        if state.length >= self.max_len:
-            raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
-        if isinstance(token, torch.Tensor):
-            self.token.copy_(token.reshape(1))
-        else:
-            self.token.fill_(int(token))
-        self.position.fill_(state.length)
-        self._replay("decode", self._decode_body)
-        state.length += 1
-        return self.decode_logits, state
-
-    def _replay(self, name: str, body) -> None:
-        """The captured graph ``name``, or ``body`` eagerly where none was captured (no graphs, CPU)."""
-        if name in self.graphs:
-            self.graphs[name].replay()
-        else:
-            body()
-
-    @torch.inference_mode()
-    def generate_speech_tokens(self, text, prompt_text, prompt_speech_token, embedding, greedy: bool = False,
-                               min_len_ratio: float = 2, max_len_ratio: float = 20,
-                               generator: torch.Generator | None = None,
-                               forced: Sequence[int] | None = None) -> Iterator[int]:
-        """``model.sampling.generate_speech_tokens`` (same length rules, stop ids never yielded) with the choice
-        made on the device: repetition-aware sampling (the ``sampling`` given at construction) or ``greedy``
-        argmax; ``forced`` ids (benchmark) override the choice and set the length. Step n+1 is queued before id
-        n is read, so the GPU never waits for the host; a stop id costs one dropped step."""
-        min_len, max_tokens = length_limits(int(text.shape[1]), min_len_ratio, max_len_ratio)
-        if forced is not None:
-            min_len, max_tokens = 0, len(forced)
-        max_tokens = min(max_tokens, self.max_len)
-        if max_tokens <= 0:
-            return
-        uniforms = torch.rand(max_tokens, 2, generator=generator)  # host draws: seeded requests reproduce
-        self._after_previous_generation()
-        # the stream the steps are launched on (a generator may be closed later, from another stream context)
-        stream = torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
-        self.selector.start(min_len, greedy, uniforms, forced)
-        try:
-            yield from self._decode_ahead(text, prompt_text, prompt_speech_token, embedding, max_tokens)
-        finally:
-            if stream is not None:
-                self._last_generation = torch.cuda.Event()
-                self._last_generation.record(stream)
-
-    def _decode_ahead(self, text, prompt_text, prompt_speech_token, embedding, max_tokens: int) -> Iterator[int]:
-        _, state = self.prefill(text, prompt_text, prompt_speech_token, embedding)
-        length = state.length
-        self._replay("select_prefill", self._select_prefill_body)
-        self.host_ids.enqueue(0)
-        self.position.fill_(length)
-        stop_ids = self.lm.stop_ids
-        for n in range(max_tokens):
-            cache_full = False
-            if n + 1 < max_tokens:  # step n consumes id n at position length + n and chooses id n + 1
-                cache_full = length + n >= self.max_len
-                if not cache_full:
-                    self._replay("decode", self._decode_body)
-                    self.host_ids.enqueue(n + 1)
-            token = self.host_ids.read(n)
-            if token < 0:
-                raise NumericalError(f"the speech model's scores were not finite numbers (NaN/inf) at token {n}, "
-                                     "so no token could be drawn: an fp16 overflow? try --backend eager (fp32)")
-            if token in stop_ids:
-                return
-            yield token
-            if cache_full:
-                raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
-
-    def __getattr__(self, item):  # everything else (stop ids, eos id, sampling helpers) from the module
-        return getattr(self.__dict__["lm"], item)

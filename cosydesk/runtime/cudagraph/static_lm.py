@@ -1,0 +1,172 @@
+"""What every static-cache speech LM of the graph backend shares: the decode-ahead generation loop.
+
+A subclass (``qwen.StaticQwenLM`` for v2/v3, ``transformer_lm.StaticTransformerLM`` for v1) owns the math: its
+``prefill`` fills the static KV cache and ``prefill_logits``, its ``_decode_body`` turns the id in ``token`` at
+``position`` into ``decode_logits``, then calls ``self.select`` and advances ``position``; its ``capture`` puts
+``decode`` and ``select_prefill`` (and whatever else it has) into CUDA graphs. This base class holds the static
+inputs/outputs, the device-side id selector (``select.py``; the one-program Triton form where it compiles,
+``select_kernel.py``) and the runtime API the pipeline calls: ``prefill``/``decode_step`` (parity tests, the
+bench's generic loop) and ``generate_speech_tokens``, the fast loop: step n+1 is queued before id n is read.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
+from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
+from cosydesk.runtime.errors import NumericalError
+
+
+@dataclass
+class StaticDecodeState:
+    length: int
+
+
+class StaticSpeechLM:
+    """Base of the graph backend's LLMs; ``lm`` is the model-of-record module (attributes not found here are
+    read from it: stop ids, eos id, ...)."""
+
+    def _init_generation(self, lm, vocab: int, max_len: int, device: torch.device,
+                         sampling: RepetitionAwareSampler | None) -> None:
+        """Static buffers, the selector and the host id queue (call from the subclass ``__init__`` first)."""
+        self.lm = lm
+        self.device = device
+        self.max_len = max_len
+        self.token = torch.zeros(1, dtype=torch.long, device=device)
+        self.position = torch.zeros(1, dtype=torch.long, device=device)
+        self.decode_logits = torch.zeros(vocab, dtype=torch.float32, device=device)
+        self.prefill_logits = torch.zeros(vocab, dtype=torch.float32, device=device)
+        self.selector = DeviceTokenSelector(self.token, vocab, max_len, lm.min_len_masked_ids, sampling)
+        self.host_ids = HostIds(self.selector.chosen)
+        self._last_generation: torch.cuda.Event | None = None  # see _after_previous_generation
+        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
+
+    # --- subclass hooks ----------------------------------------------------------------------------------
+    def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
+        raise NotImplementedError
+
+    def _decode_body(self) -> None:
+        raise NotImplementedError
+
+    def _select_prefill_body(self) -> None:
+        self.select(self.prefill_logits)
+
+    # --- load-time helpers -------------------------------------------------------------------------------
+    def _make_select_kernel(self):
+        """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
+        (one call now, on zero logits; the selector is reset before every sentence)."""
+        from cosydesk.runtime.cudagraph import select_kernel
+
+        sampling = self.selector.sampling
+        if not select_kernel.supports(self.decode_logits.shape[0], sampling.top_k):
+            return None
+        select = functools.partial(select_kernel.select_next, self.selector)
+        try:
+            error = self._trial_run(lambda: select(self.decode_logits))
+        finally:
+            self.selector.start(0, False, torch.zeros(0, 2))
+        if error:
+            warnings.warn(f"Triton token selector unavailable ({error}); the compiled torch form chooses the ids",
+                          RuntimeWarning, stacklevel=3)
+            return None
+        return select
+
+    def _trial_run(self, run) -> str | None:
+        """Run ``run()`` once now, so that a kernel this GPU / Triton cannot compile shows at load, not in the
+        first request; why it failed, or None."""
+        try:
+            with torch.inference_mode():
+                run()
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        except Exception as exc:  # noqa: BLE001 - any failure means: the fallback path
+            return f"{type(exc).__name__}: {exc}"[:300]
+        return None
+
+    # --- runtime API -------------------------------------------------------------------------------------
+    def _after_previous_generation(self) -> None:
+        """A finished or abandoned ``generate_speech_tokens`` may leave its decode-ahead step queued, and that
+        step writes the cache and the selector's buffers: new work on any stream is ordered after it."""
+        if self._last_generation is not None:
+            torch.cuda.current_stream(self.device).wait_event(self._last_generation)
+            self._last_generation = None
+
+    @torch.inference_mode()
+    def decode_step(self, token, state: StaticDecodeState):
+        if state.length >= self.max_len:
+            raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
+        if isinstance(token, torch.Tensor):
+            self.token.copy_(token.reshape(1))
+        else:
+            self.token.fill_(int(token))
+        self.position.fill_(state.length)
+        self._replay("decode", self._decode_body)
+        state.length += 1
+        return self.decode_logits, state
+
+    def _replay(self, name: str, body) -> None:
+        """The captured graph ``name``, or ``body`` eagerly where none was captured (no graphs, CPU)."""
+        if name in self.graphs:
+            self.graphs[name].replay()
+        else:
+            body()
+
+    @torch.inference_mode()
+    def generate_speech_tokens(self, text, prompt_text, prompt_speech_token, embedding, greedy: bool = False,
+                               min_len_ratio: float = 2, max_len_ratio: float = 20,
+                               generator: torch.Generator | None = None,
+                               forced: Sequence[int] | None = None) -> Iterator[int]:
+        """``model.sampling.generate_speech_tokens`` (same length rules, stop ids never yielded) with the choice
+        made on the device: repetition-aware sampling (the ``sampling`` given at construction) or ``greedy``
+        argmax; ``forced`` ids (benchmark) override the choice and set the length. Step n+1 is queued before id
+        n is read, so the GPU never waits for the host; a stop id costs one dropped step."""
+        min_len, max_tokens = length_limits(int(text.shape[1]), min_len_ratio, max_len_ratio)
+        if forced is not None:
+            min_len, max_tokens = 0, len(forced)
+        max_tokens = min(max_tokens, self.max_len)
+        if max_tokens <= 0:
+            return
+        uniforms = torch.rand(max_tokens, 2, generator=generator)  # host draws: seeded requests reproduce
+        self._after_previous_generation()
+        # the stream the steps are launched on (a generator may be closed later, from another stream context)
+        stream = torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
+        self.selector.start(min_len, greedy, uniforms, forced)
+        try:
+            yield from self._decode_ahead(text, prompt_text, prompt_speech_token, embedding, max_tokens)
+        finally:
+            if stream is not None:
+                self._last_generation = torch.cuda.Event()
+                self._last_generation.record(stream)
+
+    def _decode_ahead(self, text, prompt_text, prompt_speech_token, embedding, max_tokens: int) -> Iterator[int]:
+        _, state = self.prefill(text, prompt_text, prompt_speech_token, embedding)
+        length = state.length
+        self._replay("select_prefill", self._select_prefill_body)
+        self.host_ids.enqueue(0)
+        self.position.fill_(length)
+        stop_ids = self.lm.stop_ids
+        for n in range(max_tokens):
+            cache_full = False
+            if n + 1 < max_tokens:  # step n consumes id n at position length + n and chooses id n + 1
+                cache_full = length + n >= self.max_len
+                if not cache_full:
+                    self._replay("decode", self._decode_body)
+                    self.host_ids.enqueue(n + 1)
+            token = self.host_ids.read(n)
+            if token < 0:
+                raise NumericalError(f"the speech model's scores were not finite numbers (NaN/inf) at token {n}, "
+                                     "so no token could be drawn: an fp16 overflow? try --backend eager (fp32)")
+            if token in stop_ids:
+                return
+            yield token
+            if cache_full:
+                raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
+
+    def __getattr__(self, item):  # everything else (stop ids, eos id, sampling helpers) from the module
+        return getattr(self.__dict__["lm"], item)
