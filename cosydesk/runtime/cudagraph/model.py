@@ -1,8 +1,8 @@
 """Assemble the cudagraph backend: one float16 model, one graph memory pool per stream, every graph captured at load.
 
 Graph pools: one for the LLM graphs, one for the flow + vocoder graphs (they run concurrently on two streams).
-v2/v3: the LLM is ``StaticQwenLM`` (decode step of Triton kernels + prefill buckets captured). v1's
-wenet-style LLM stays eager float16 (not captured yet). All versions: the U-Net estimator's transformer blocks
+v2/v3: the LLM is ``StaticQwenLM`` (decode step of Triton kernels + prefill buckets captured); v1's wenet-style
+LLM is ``StaticTransformerLM`` (decode step compiled and captured; prefill eager). All versions: the U-Net estimator's transformer blocks
 run the Triton kernels of ``flow_kernels.py``, its other blocks are compiled (``compile.py``), and one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``). v2: HiFT is
 captured for every non-final streaming chunk shape (``GraphedHift``) and the flow encoder per token bucket
 (``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
@@ -11,6 +11,7 @@ captured for every non-final streaming chunk shape (``GraphedHift``) and the flo
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import torch
 
@@ -22,6 +23,8 @@ from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
 from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+from cosydesk.runtime.cudagraph import transformer_lm
+from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM
 
 FLOW_BUCKET_STEP = 32
 ENCODER_BUCKET_STEP = 32  # tokens; the encoder is launch-bound, so coarse buckets cost little and save graphs
@@ -35,15 +38,27 @@ def flow_kernels_wanted(device: torch.device) -> bool:
     return env_switch("COSYDESK_FLOW_KERNELS", True) and compile_enabled(device)
 
 
+def static_llm(model, max_len: int, pool=None, progress=None):
+    """The model's LLM with a static KV cache and its decode step captured: ``StaticQwenLM`` (v2/v3),
+    ``StaticTransformerLM`` (v1); the module itself where its layout is not supported (a warning says so).
+    Sampling follows the model config's ``llm.sampling``. Off CUDA nothing is captured (the same bodies run)."""
+    kwargs = dict(max_len=max_len, pool=pool, progress=progress, use_graphs=model.device.type == "cuda",
+                  sampling=RepetitionAwareSampler.for_model_config(model.config))
+    if model.version in ("v2", "v3"):
+        return StaticQwenLM(model.llm, **kwargs)
+    why_not = transformer_lm.supports(model.llm)
+    if why_not:
+        warnings.warn(f"the v1 LLM runs uncaptured ({why_not})", RuntimeWarning, stacklevel=2)
+        return model.llm
+    return StaticTransformerLM(model.llm, **kwargs)
+
+
 def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_frames: int | None = None):
     """``model`` already float16 on CUDA; returns the dataclass copy with graph-backed llm / flow.decoder."""
     # One pool per stream: graphs sharing a pool reuse each other's temporaries, which is only safe when they
     # never run at the same time. The LLM (stream A) and the flow (stream B) do run concurrently.
     llm_pool, flow_pool = torch.cuda.graph_pool_handle(), torch.cuda.graph_pool_handle()
-    llm = model.llm
-    if model.version in ("v2", "v3"):
-        llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=llm_pool, progress=progress,
-                           sampling=RepetitionAwareSampler.for_model_config(model.config))
+    llm = static_llm(model, llm_max_len, llm_pool, progress)
     flow = model.flow
     max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
     # v2's encoder is captured per bucket (v1's is not causal, v3's flow has none)

@@ -6,7 +6,7 @@ it with ``flow.decoder.estimator`` replaced by `TensorRTEstimator`: the sampler 
 tensors' device pointers to an engine (``set_tensor_address``), sets the input shapes and enqueues on torch's
 current stream - no copies through host memory, no second stream to synchronise with. v2/v3 build one engine
 per streaming mode (chunked attention is frozen into the export); v1's flow never streams, so one engine.
-The LLM runs as in the cudagraph backend (`StaticQwenLM` for v2/v3, eager float16 for v1); HiFT as in
+The LLM runs as in the cudagraph backend (`StaticQwenLM` for v2/v3, `StaticTransformerLM` for v1); HiFT as in
 eager-fp16.
 
 Lengths outside the engine profile (or a batch other than the CFG pair) fall back to the torch estimator,
@@ -216,11 +216,10 @@ def build_tensorrt_model(model, progress: Progress = None, engines_dir: str | Pa
         runner.save_runtime_cache()
     sampler.estimator = adapter
 
-    llm = model.llm
-    if model.version in ("v2", "v3"):
-        from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.cudagraph.model import static_llm
 
-        llm = StaticQwenLM(model.llm, max_len=llm_max_len, pool=torch.cuda.graph_pool_handle(), progress=progress)
+    pool = torch.cuda.graph_pool_handle() if model.device.type == "cuda" else None
+    llm = static_llm(model, llm_max_len, pool, progress)
     torch.cuda.synchronize()
     return dataclasses.replace(model, llm=llm)
 

@@ -1,0 +1,213 @@
+"""v1's speech LM (``TransformerLM``: a wenet TransformerEncoder decoded one token at a time) over a static KV
+cache, its decode step captured in a CUDA graph.
+
+Why: decoded by the module itself (its cache grows every step, so no graph), v1's LLM is ~25 small kernels per
+layer launched from Python: 9.7 ms per token on the H200, slower than real time for streaming. Here the step has
+static shapes: the key/value cache is preallocated for ``max_len`` positions, the query at position p attends
+over all of them with keys > p masked, and the relative-position term is looked up instead of sliced:
+
+    score(p, j) = [(q + u) . k_j + (q + v) . W_pos e(p - j)] / sqrt(d_k)
+
+``W_pos e(r)`` (``linear_pos`` of the ESPnet table) is projected once at load for r = 0..max_len-1, in the model
+dtype as the module does per call; the step computes (q + v) against every r and gathers r = p - j per key.
+Everything else is the module's math in the same order and dtype (LayerNorm statistics in float32, scores in the
+model dtype, softmax in float32). The layer is compiled once for all layers where Inductor runs (multiply +
+reduce form, see ``qwen._linear``). Prefill runs the module itself once per sentence (its text encoder and the
+prompt; eager) and its keys/values are copied into the static cache.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cosydesk.model.sampling import RepetitionAwareSampler
+from cosydesk.runtime.cudagraph.capture import capture_graphs
+from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
+from cosydesk.runtime.cudagraph.fuse import concat_parameters
+from cosydesk.runtime.cudagraph.qwen import DECODE_COMPILE_OPTIONS, _linear
+from cosydesk.runtime.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
+
+_ACTIVATIONS = {nn.ReLU: "relu", nn.SiLU: "silu", nn.GELU: "gelu"}
+
+
+def supports(lm) -> str | None:
+    """Why ``lm`` cannot be decoded here, or None: a pre-norm TransformerEncoder body with a known activation."""
+    body = getattr(lm, "llm", None)
+    if type(body).__name__ != "TransformerEncoder":
+        return f"the LM body is a {type(body).__name__}, not a TransformerEncoder"
+    if not body.normalize_before:
+        return "post-norm encoder layers"
+    activation = body.encoders[0].feed_forward.activation
+    if type(activation) not in _ACTIVATIONS or getattr(activation, "approximate", "none") != "none":
+        return f"feed-forward activation {activation}"
+    return None
+
+
+@dataclass
+class RelPosLayerWeights:
+    """One encoder layer's tensors, q/k/v as one projection; ``positions`` [heads, max_len, d_k] = linear_pos of
+    relative positions 0..max_len-1."""
+
+    norm1_w: torch.Tensor
+    norm1_b: torch.Tensor
+    w_qkv: torch.Tensor
+    b_qkv: torch.Tensor
+    w_out: torch.Tensor
+    b_out: torch.Tensor
+    bias_u: torch.Tensor
+    bias_v: torch.Tensor
+    positions: torch.Tensor
+    norm2_w: torch.Tensor
+    norm2_b: torch.Tensor
+    w_1: torch.Tensor
+    b_1: torch.Tensor
+    w_2: torch.Tensor
+    b_2: torch.Tensor
+    eps1: float
+    eps2: float
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return (self.norm1_w, self.norm1_b, self.w_qkv, self.b_qkv, self.w_out, self.b_out, self.bias_u,
+                self.bias_v, self.positions, self.norm2_w, self.norm2_b, self.w_1, self.b_1, self.w_2, self.b_2)
+
+
+def layer_weights(layer, position_table: torch.Tensor) -> RelPosLayerWeights:
+    """The tensors of a TransformerEncoderLayer; its q/k/v weights are re-pointed at slices of one fused tensor
+    (held once). ``position_table`` [1, max_len, d]: the ESPnet encodings of relative positions 0..max_len-1."""
+    attn = layer.self_attn
+    projections = (attn.linear_q, attn.linear_k, attn.linear_v)
+    w_qkv = concat_parameters([p.weight for p in projections])
+    b_qkv = torch.cat([p.bias if p.bias is not None else torch.zeros_like(p.weight[:, 0]) for p in projections])
+    ff = layer.feed_forward
+    return RelPosLayerWeights(
+        layer.norm1.weight, layer.norm1.bias, w_qkv, b_qkv, attn.linear_out.weight, attn.linear_out.bias,
+        attn.pos_bias_u.data, attn.pos_bias_v.data, attn.project_positions(position_table)[0].contiguous(),
+        layer.norm2.weight, layer.norm2.bias, ff.w_1.weight, ff.w_1.bias, ff.w_2.weight, ff.w_2.bias,
+        float(layer.norm1.eps), float(layer.norm2.eps))
+
+
+def _layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
+    """``Fp32LayerNorm``: statistics and affine in float32, result in x's dtype."""
+    return F.layer_norm(x.float(), weight.shape, weight.float(), bias.float(), eps).to(x.dtype)
+
+
+def _activate(x: torch.Tensor, name: str) -> torch.Tensor:
+    if name == "relu":
+        return F.relu(x)
+    if name == "silu":
+        return F.silu(x)
+    return F.gelu(x)
+
+
+def rel_pos_decode_layer(x: torch.Tensor, norm1_w, norm1_b, w_qkv, b_qkv, w_out, b_out, bias_u, bias_v, positions,
+                         norm2_w, norm2_b, w_1, b_1, w_2, b_2, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                         position: torch.Tensor, relative: torch.Tensor, visible: torch.Tensor, heads: int,
+                         activation: str, eps1: float, eps2: float, gemv: bool = False) -> torch.Tensor:
+    """One pre-norm encoder layer for the row x [1, D] at ``position`` [1]: writes its key/value into the caches
+    [heads, L, d_k] and attends over all L under ``visible`` [L] (keys <= position); ``relative`` [L] = position -
+    key, clamped at 0. ``gemv``: products as multiply + reduce (compiled form, see ``qwen._linear``)."""
+    width = x.shape[-1]
+    d_k = width // heads
+    h = _layer_norm(x, norm1_w, norm1_b, eps1)
+    q, k, v = _linear(h, w_qkv, b_qkv, gemv).view(3, heads, d_k).unbind(0)
+    k_cache.index_copy_(1, position, k.unsqueeze(1))
+    v_cache.index_copy_(1, position, v.unsqueeze(1))
+    # the module's rounding points: both score terms in the model dtype, summed and scaled there, softmax in f32
+    if gemv:
+        content = ((q + bias_u).float().unsqueeze(1) * k_cache.float()).sum(-1).to(x.dtype)
+        by_distance = ((q + bias_v).float().unsqueeze(1) * positions.float()).sum(-1).to(x.dtype)
+    else:
+        content = torch.matmul((q + bias_u).unsqueeze(1), k_cache.transpose(1, 2)).squeeze(1)  # [heads, L]
+        by_distance = torch.matmul((q + bias_v).unsqueeze(1), positions.transpose(1, 2)).squeeze(1)
+    scores = (content + by_distance.gather(1, relative.expand(heads, -1))) / math.sqrt(d_k)
+    weights = torch.softmax(scores.masked_fill(~visible, float("-inf")).float(), dim=-1).to(v_cache.dtype)
+    if gemv:
+        context = (weights.float().unsqueeze(-1) * v_cache.float()).sum(1).to(x.dtype)
+    else:
+        context = torch.matmul(weights.unsqueeze(1), v_cache).squeeze(1)  # [heads, d_k]
+    x = x + _linear(context.reshape(1, width), w_out, b_out, gemv)
+    h = _layer_norm(x, norm2_w, norm2_b, eps2)
+    return x + _linear(_activate(_linear(h, w_1, b_1, gemv), activation), w_2, b_2, gemv)
+
+
+def rel_pos_decode_layer_gemv(*args) -> torch.Tensor:
+    """``rel_pos_decode_layer`` in its compiled form (``gemv=True``)."""
+    return rel_pos_decode_layer(*args, gemv=True)
+
+
+class StaticTransformerLM(StaticSpeechLM):
+    """Drop-in for the runtime's LLM calls (``prefill``, ``decode_step``, ``generate_speech_tokens``) on a v1
+    ``TransformerLM`` (see ``supports``)."""
+
+    def __init__(self, lm, max_len: int = 512, use_graphs: bool = True, pool=None, progress=None,
+                 compile_backend: str | None = None, sampling: RepetitionAwareSampler | None = None):
+        why_not = supports(lm)
+        if why_not:
+            raise ValueError(f"static decoding of this v1 LM is not supported: {why_not}")
+        decoder = lm.llm_decoder.weight
+        self._init_generation(lm, decoder.shape[0], max_len, decoder.device, sampling)
+        self.dtype = decoder.dtype
+        body = lm.llm
+        attn = body.encoders[0].self_attn
+        self.heads, self.d_k = attn.h, attn.d_k
+        self.activation = _ACTIVATIONS[type(body.encoders[0].feed_forward.activation)]
+        table = body.embed.pos_enc.non_negative(max_len, self.device, self.dtype)  # [1, max_len, D], 0 first
+        with torch.inference_mode():
+            self.layers = [layer_weights(layer, table) for layer in body.encoders]
+        shape = (len(self.layers), self.heads, max_len, self.d_k)
+        self.k_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
+        self.v_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
+        self.key_positions = torch.arange(max_len, device=self.device)
+        self.decode_layer = compiled(rel_pos_decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
+                                     options=DECODE_COMPILE_OPTIONS, eager=rel_pos_decode_layer)
+        # the next id: one Triton program where it compiles, else the selector's torch ops (compiled on a GPU)
+        self.select_kernel = self._make_select_kernel() if compile_enabled(self.device) else None
+        self.select = self.select_kernel or compiled(self.selector.body, self.device, dynamic=False,
+                                                     backend=compile_backend)
+        if use_graphs:
+            self.capture(pool, progress)
+
+    def _decode_body(self) -> None:
+        """Logits of ``token`` at ``position``, then the next id chosen into ``token`` and the position advanced."""
+        lm = self.lm
+        table = lm.speech_embedding.weight
+        # eos (id 4096) has no embedding row; decode-ahead still runs one step on it, whose result is dropped
+        x = lm.llm.embed(table.index_select(0, self.token.clamp(max=table.shape[0] - 1)))  # [1, D]
+        relative = (self.position - self.key_positions).clamp(min=0)
+        visible = self.key_positions <= self.position
+        for i, w in enumerate(self.layers):
+            x = self.decode_layer(x, *w.tensors(), self.k_cache[i], self.v_cache[i], self.position, relative,
+                                  visible, self.heads, self.activation, w.eps1, w.eps2)
+        self.decode_logits.copy_(lm.llm_decoder(lm.llm.after_norm(x)[0]).float())
+        self.select(self.decode_logits)
+        self.position.add_(1)
+
+    def capture(self, pool=None, progress=None) -> None:
+        jobs = [("decode", self._decode_body), ("select_prefill", self._select_prefill_body)]
+        # two warm-up rounds: cuBLAS handles and the compiled layer
+        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
+        self.k_cache.zero_()
+        self.v_cache.zero_()
+        self.selector.start(0, False, torch.zeros(0, 2))
+
+    @torch.inference_mode()
+    def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
+        """The module's own prefill (text encoder + prompt through the body), its keys/values copied into the
+        static cache; the module's cache is dropped afterwards."""
+        self._after_previous_generation()
+        logits, state = self.lm.prefill(text, prompt_text, prompt_speech_token,
+                                        embedding if embedding is not None else torch.zeros(0))
+        length = state.cache.offset
+        if length >= self.max_len:
+            raise ValueError(f"prompt of {length} positions exceeds the static cache ({self.max_len})")
+        for i, layer_cache in enumerate(state.cache.layers):
+            self.k_cache[i, :, :length].copy_(layer_cache.keys[0, :, :length])
+            self.v_cache[i, :, :length].copy_(layer_cache.values[0, :, :length])
+        self.prefill_logits.copy_(logits)
+        return self.prefill_logits, StaticDecodeState(length=length)
+

@@ -1,0 +1,175 @@
+"""v1's static-cache LM (``cudagraph.transformer_lm``) against the official fixture and the module it replaces."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from cosydesk.model.checkpoint import load_strict, read_state_dict
+from cosydesk.model.config import read_yaml
+from cosydesk.model.llm_v1 import TransformerLM
+from cosydesk.model.sampling import GreedySampler, generate_speech_tokens, teacher_forced_logits
+from cosydesk.runtime.cudagraph.transformer_lm import (StaticTransformerLM, rel_pos_decode_layer, supports)
+from tests.conftest import assert_close, cuda, fixture_dir
+
+
+@pytest.fixture(scope="module")
+def lm() -> TransformerLM:
+    cfg = read_yaml(fixture_dir("v1") / "model" / "cosyvoice.yaml")
+    model = TransformerLM.from_config(cfg["llm"]).eval()
+    load_strict(model, read_state_dict(fixture_dir("v1") / "model" / "llm.pt"), "llm.pt")
+    return model
+
+
+def _case(g, case: str):
+    text = torch.from_numpy(g["llm_text"])
+    if case == "zs":
+        return (text, torch.from_numpy(g["spk_zeroshot_prompt_text"]),
+                torch.from_numpy(g["spk_zeroshot_prompt_speech_token"]), torch.from_numpy(g["spk_zeroshot_embedding"]))
+    empty = torch.zeros(1, 0, dtype=torch.int32)
+    return text, empty, empty, torch.from_numpy(g["spk_sft_embedding"])
+
+
+def _forced_logits(static, args, forced) -> torch.Tensor:
+    """``teacher_forced_logits`` for an LM whose logits live in static buffers (each row copied out)."""
+    with torch.inference_mode():
+        logits, state = static.prefill(*args)
+        rows = [logits.clone()]
+        for token in [int(t) for t in forced][:-1]:
+            logits, state = static.decode_step(token, state)
+            rows.append(logits.clone())
+    return torch.stack(rows)
+
+
+def _static(lm, max_len=160, **kwargs) -> StaticTransformerLM:
+    return StaticTransformerLM(copy.deepcopy(lm), max_len=max_len, use_graphs=False, **kwargs)
+
+
+@pytest.mark.parametrize("case", ["zs", "sft"])
+def test_static_lm_reproduces_the_official_logits_and_greedy_tokens(lm, golden_v1, case):
+    """Teacher-forced logits of the official fixture (prefill + every decode step through the static cache with
+    the looked-up relative positions), and the official greedy run through the decode-ahead loop."""
+    static = _static(lm)
+    ours = _forced_logits(static, _case(golden_v1, case), golden_v1[f"llm_{case}_tf_tokens"])
+    assert_close(ours, golden_v1[f"llm_{case}_tf_logits"], 1e-4, f"{case} static teacher-forced logits")
+    ref = golden_v1[f"llm_{case}_greedy_tokens"].tolist()
+    got = []
+    for token in static.generate_speech_tokens(*_case(golden_v1, case), greedy=True):
+        got.append(token)
+        if len(got) == len(ref):
+            break
+    assert got == ref
+
+
+def test_decode_ahead_greedy_equals_the_shared_loop_and_stops_at_eos(lm, golden_v1):
+    """Same ids as the shared host loop over the same object, to the end (eos or max length), also when eos
+    is made to win as soon as the min-length rule allows it."""
+    args = _case(golden_v1, "sft")
+    short = (args[0][:, :4],) + args[1:]
+    static = _static(lm)
+    ref = list(generate_speech_tokens(static, *short, GreedySampler()))
+    assert list(static.generate_speech_tokens(*short, greedy=True)) == ref
+    boosted = copy.deepcopy(lm)
+    with torch.no_grad():
+        boosted.llm_decoder.bias[lm.eos_id] += 1e4
+    static = _static(boosted)
+    tokens = list(static.generate_speech_tokens(*short, greedy=True))
+    assert len(tokens) == 2 * 4 and lm.eos_id not in tokens
+
+
+def test_positions_past_the_first_table_and_a_reused_cache(lm, golden_v1):
+    """Two sentences in a row on one object (the second prefill overwrites the first's keys; stale ones past the
+    prompt stay masked) give the logits of a fresh module, at positions beyond the module's first 256-row table."""
+    static = _static(lm, max_len=320)
+    args = _case(golden_v1, "zs")
+    forced = [(7 * i + 3) % 4096 for i in range(260)]
+    _forced_logits(static, _case(golden_v1, "sft"), forced[:40])  # leaves keys up to ~90 behind
+    ours = _forced_logits(static, args, forced)
+    ref = teacher_forced_logits(lm, *args, forced)
+    assert ours.shape[0] == 260
+    assert_close(ours, ref, 1e-4, "static vs module over 260 steps")
+
+
+def test_gemv_form_matches_the_matmul_form():
+    """The compiled form's multiply + reduce products equal the plain matmuls (float32, random layer)."""
+    torch.manual_seed(0)
+    width, heads, length, hidden = 32, 4, 24, 64
+    d_k = width // heads
+
+    def r(*shape):
+        return torch.randn(*shape) * 0.3
+
+    weights = (1 + r(width), r(width), r(3 * width, width), r(3 * width), r(width, width), r(width), r(heads, d_k),
+               r(heads, d_k), r(heads, length, d_k), 1 + r(width), r(width), r(hidden, width), r(hidden),
+               r(width, hidden), r(width))
+    position = torch.tensor([9])
+    keys = torch.arange(length)
+    relative, visible = (position - keys).clamp(min=0), keys <= position
+    outs = []
+    for gemv in (False, True):
+        k_cache, v_cache = torch.zeros(heads, length, d_k), torch.zeros(heads, length, d_k)
+        k_cache[:, :9], v_cache[:, :9] = 1.0, -2.0  # earlier keys
+        k_cache[:, 10:] = 50.0  # junk past the position must not count
+        x = rel_pos_decode_layer(torch.ones(1, width), *weights, k_cache, v_cache, position, relative, visible,
+                                 heads, "relu", 1e-12, 1e-12, gemv=gemv)
+        outs.append((x, k_cache.clone()))
+    assert torch.allclose(outs[0][0], outs[1][0], atol=1e-5, rtol=1e-5)
+    assert torch.allclose(outs[0][1], outs[1][1], atol=1e-5, rtol=1e-5)  # the new key, at position 9 only
+
+
+def test_compiled_layer_serves_every_layer_once(lm, golden_v1):
+    """Through torch.compile (aot_eager on CI): the same logits, and one compiled entry for all layers (plain
+    tensors in, no per-layer recompiles), plus one for the id selector."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    static = _static(lm, compile_backend="aot_eager")
+    args, forced = _case(golden_v1, "zs"), golden_v1["llm_zs_tf_tokens"]
+    ours = _forced_logits(static, args, forced)
+    assert_close(ours, golden_v1["llm_zs_tf_logits"], 1e-4, "compiled static logits")
+    assert len(list(static.generate_speech_tokens(*args, forced=[1, 2, 3]))) == 3
+    assert counters["stats"]["unique_graphs"] == 2
+    torch._dynamo.reset()
+
+
+def test_unsupported_bodies_are_refused(lm):
+    post_norm = copy.deepcopy(lm)
+    post_norm.llm.normalize_before = False
+    assert "post-norm" in supports(post_norm)
+    with pytest.raises(ValueError, match="post-norm"):
+        StaticTransformerLM(post_norm, use_graphs=False)
+    assert supports(lm) is None
+
+
+@cuda
+def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
+    """build_graph_model gives v1 the static LM with its decode step captured; float16 logits over 40 forced
+    steps stay close to the float16 module's, and the greedy decode-ahead ids equal the module's greedy ids."""
+    from cosydesk.runtime.backends import accelerate
+    from cosydesk.testing.full_size import random_model
+
+    cpu = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)
+    dev = torch.device("cuda")
+    module = copy.deepcopy(cpu.llm).to(dev, torch.float16)
+    import dataclasses
+
+    base = dataclasses.replace(cpu, llm=copy.deepcopy(cpu.llm).to(dev, torch.float16),
+                               flow=copy.deepcopy(cpu.flow).to(dev, torch.float16),
+                               hift=copy.deepcopy(cpu.hift).to(dev, torch.float16), device=dev, dtype=torch.float16)
+    graph = accelerate(base, "cudagraph")
+    assert isinstance(graph.llm, StaticTransformerLM) and "decode" in graph.llm.graphs
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randint(0, 1000, (1, 12), generator=g).to(dev), torch.randint(0, 1000, (1, 5), generator=g).to(dev),
+            torch.randint(0, 4096, (1, 20), generator=g).to(dev), torch.randn(1, 192, generator=g).to(dev).half())
+    forced = torch.randint(0, 4096, (40,), generator=g).tolist()
+    ours = _forced_logits(graph.llm, args, forced)
+    ref = teacher_forced_logits(module, *args, forced)
+    err = (ours - ref).abs().max() / ref.abs().max()
+    assert torch.isfinite(ours).all() and err < 1e-2, err
+    # the graph replayed ahead of the host (ids chosen on the device) = the host loop over the same graph
+    host_ids = list(generate_speech_tokens(graph.llm, *args, GreedySampler()))
+    assert list(graph.llm.generate_speech_tokens(*args, greedy=True)) == host_ids and len(host_ids) >= 24
