@@ -138,6 +138,29 @@ def test_static_qwen_bucket_padding_junk_is_harmless_cpu(tiny_v2_model):
         assert torch.allclose(ours, ref_logits, atol=1e-4, rtol=1e-4)
 
 
+def test_static_qwen_default_cache_holds_a_30_s_prompt_cpu(tiny_v2_model):
+    """The default cache size takes a MAX_PROMPT_SECONDS zero-shot prompt (25 Hz tokens) with a long transcript
+    and sentence (a 512-position cache refused prompts past ~8 s); the prefill, longer than every bucket, runs the
+    plain layer, and the logits equal the module's."""
+    from cosydesk.frontend.audio_io import MAX_PROMPT_SECONDS
+    from cosydesk.model.sampling import teacher_forced_logits
+    from cosydesk.runtime.cudagraph.model import llm_cache_positions
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+
+    lm = tiny_v2_model.llm
+    static = StaticQwenLM(lm, max_len=llm_cache_positions("v2"), prefill_buckets=(48,), use_graphs=False)
+    g = torch.Generator().manual_seed(2)
+    args = (torch.randint(1000, 20000, (1, 80), generator=g), torch.randint(1000, 20000, (1, 170), generator=g),
+            torch.randint(0, 6561, (1, int(MAX_PROMPT_SECONDS * 25)), generator=g), None)
+    forced = [5, 77, 6000, 12]
+    logits, state = static.prefill(*args)
+    assert state.length > 1000
+    for token in forced[:-1]:
+        logits, state = static.decode_step(token, state)
+    ref = teacher_forced_logits(lm, *args, forced)
+    assert torch.allclose(logits, ref[-1], atol=1e-4, rtol=1e-4)
+
+
 def _static_lm(lm, max_len=256):
     from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 

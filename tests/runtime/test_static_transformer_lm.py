@@ -81,8 +81,11 @@ def test_decode_ahead_greedy_equals_the_shared_loop_and_stops_at_eos(lm, golden_
 
 def test_positions_past_the_first_table_and_a_reused_cache(lm, golden_v1):
     """Two sentences in a row on one object (the second prefill overwrites the first's keys; stale ones past the
-    prompt stay masked) give the logits of a fresh module, at positions beyond the module's first 256-row table."""
-    static = _static(lm, max_len=320)
+    prompt stay masked) give the logits of a fresh module, at positions beyond the module's first 256-row table,
+    through three attention lengths (the step attends over the first 64, 128 or all 320 cache rows)."""
+    static = _static(lm, max_len=320, attention_buckets=(64, 128))
+    assert static.attention_lengths == [64, 128, 320]
+    assert static._decode_job(63)[0] == "decode64" and static._decode_job(64)[0] == "decode128"
     args = _case(golden_v1, "zs")
     forced = [(7 * i + 3) % 4096 for i in range(260)]
     _forced_logits(static, _case(golden_v1, "sft"), forced[:40])  # leaves keys up to ~90 behind
@@ -161,7 +164,8 @@ def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
                                flow=copy.deepcopy(cpu.flow).to(dev, torch.float16),
                                hift=copy.deepcopy(cpu.hift).to(dev, torch.float16), device=dev, dtype=torch.float16)
     graph = accelerate(base, "cudagraph")
-    assert isinstance(graph.llm, StaticTransformerLM) and "decode" in graph.llm.graphs
+    assert isinstance(graph.llm, StaticTransformerLM)
+    assert set(graph.llm.graphs) == {f"decode{n}" for n in graph.llm.attention_lengths} | {"select_prefill"}
     g = torch.Generator().manual_seed(0)
     args = (torch.randint(0, 1000, (1, 12), generator=g).to(dev), torch.randint(0, 1000, (1, 5), generator=g).to(dev),
             torch.randint(0, 4096, (1, 20), generator=g).to(dev), torch.randn(1, 192, generator=g).to(dev).half())
@@ -173,3 +177,21 @@ def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
     # the graph replayed ahead of the host (ids chosen on the device) = the host loop over the same graph
     host_ids = list(generate_speech_tokens(graph.llm, *args, GreedySampler()))
     assert list(graph.llm.generate_speech_tokens(*args, greedy=True)) == host_ids and len(host_ids) >= 24
+
+
+def test_the_default_cache_holds_a_30_s_prompt(lm, golden_v1):
+    """A zero-shot prompt of MAX_PROMPT_SECONDS (50 Hz v1 tokens) with a long transcript and sentence fits the
+    default cache (a 512-position cache refused it): prefill and decoding in its last attention bucket give the
+    module's logits."""
+    from cosydesk.frontend.audio_io import MAX_PROMPT_SECONDS
+    from cosydesk.runtime.cudagraph.model import llm_cache_positions
+
+    static = _static(lm, max_len=llm_cache_positions("v1"))
+    g = torch.Generator().manual_seed(1)
+    prompt_speech = torch.randint(0, 4096, (1, int(MAX_PROMPT_SECONDS * 50)), generator=g)
+    args = (torch.randint(0, 1000, (1, 80), generator=g), torch.randint(0, 1000, (1, 170), generator=g),
+            prompt_speech, torch.from_numpy(golden_v1["spk_zeroshot_embedding"]))
+    forced = torch.randint(0, 4096, (6,), generator=g).tolist()
+    ours = _forced_logits(static, args, forced)
+    assert static._decode_job(1760)[0] == "decode2048"  # the steps ran past the 1024-row bucket
+    assert_close(ours, teacher_forced_logits(lm, *args, forced), 1e-4, "30 s prompt")

@@ -11,10 +11,12 @@ captured for every non-final streaming chunk shape (``GraphedHift``) and the flo
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 import torch
 
+from cosydesk.frontend.audio_io import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
@@ -38,11 +40,26 @@ def flow_kernels_wanted(device: torch.device) -> bool:
     return env_switch("COSYDESK_FLOW_KERNELS", True) and compile_enabled(device)
 
 
-def static_llm(model, max_len: int, pool=None, progress=None):
+# speech tokens per second of the LLM's vocabulary (v1's tokenizer runs at 50 Hz, v2/v3's at 25 Hz)
+SPEECH_TOKENS_PER_SECOND = {"v1": 50, "v2": 25, "v3": 25}
+
+
+def llm_cache_positions(version: str) -> int:
+    """Static KV-cache positions for the longest request the app accepts: the speech tokens of a zero-shot prompt
+    of ``MAX_PROMPT_SECONDS``, 256 text ids (its transcript and the sentence) and as much generated speech again
+    as the prompt, rounded up to 256: 1792 (v2/v3), 3328 (v1). A 512-position cache refused prompts of ~8 s (v2)
+    or ~4 s (v1). The cache costs 12 KB (v2) / 86 KB (v1) per position; the steps' attention does not grow with
+    it (v2/v3: the kernel stops at the position; v1: attention-length buckets)."""
+    tokens = 2 * MAX_PROMPT_SECONDS * SPEECH_TOKENS_PER_SECOND[version] + 256
+    return int(math.ceil(tokens / 256) * 256)
+
+
+def static_llm(model, max_len: int | None = None, pool=None, progress=None):
     """The model's LLM with a static KV cache and its decode step captured: ``StaticQwenLM`` (v2/v3),
     ``StaticTransformerLM`` (v1); the module itself where its layout is not supported (a warning says so).
-    Sampling follows the model config's ``llm.sampling``. Off CUDA nothing is captured (the same bodies run)."""
-    kwargs = dict(max_len=max_len, pool=pool, progress=progress, use_graphs=model.device.type == "cuda",
+    Sampling follows the model config's ``llm.sampling``. Off CUDA nothing is captured (the same bodies run).
+    ``max_len``: static cache positions (default ``llm_cache_positions``)."""
+    kwargs = dict(max_len=max_len or llm_cache_positions(model.version), pool=pool, progress=progress, use_graphs=model.device.type == "cuda",
                   sampling=RepetitionAwareSampler.for_model_config(model.config))
     if model.version in ("v2", "v3"):
         return StaticQwenLM(model.llm, **kwargs)
@@ -53,7 +70,7 @@ def static_llm(model, max_len: int, pool=None, progress=None):
     return StaticTransformerLM(model.llm, **kwargs)
 
 
-def build_graph_model(model, progress=None, llm_max_len: int = 512, flow_max_frames: int | None = None):
+def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow_max_frames: int | None = None):
     """``model`` already float16 on CUDA; returns the dataclass copy with graph-backed llm / flow.decoder."""
     # One pool per stream: graphs sharing a pool reuse each other's temporaries, which is only safe when they
     # never run at the same time. The LLM (stream A) and the flow (stream B) do run concurrently.

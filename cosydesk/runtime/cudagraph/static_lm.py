@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -56,6 +56,10 @@ class StaticSpeechLM:
 
     def _select_prefill_body(self) -> None:
         self.select(self.prefill_logits)
+
+    def _decode_job(self, position: int) -> tuple[str, Callable[[], None]]:
+        """(graph name, eager body) of the decode step at ``position`` (subclasses with several graphs choose)."""
+        return "decode", self._decode_body
 
     # --- load-time helpers -------------------------------------------------------------------------------
     def _make_select_kernel(self):
@@ -106,7 +110,7 @@ class StaticSpeechLM:
         else:
             self.token.fill_(int(token))
         self.position.fill_(state.length)
-        self._replay("decode", self._decode_body)
+        self._replay(*self._decode_job(state.length))
         state.length += 1
         return self.decode_logits, state
 
@@ -156,7 +160,7 @@ class StaticSpeechLM:
             if n + 1 < max_tokens:  # step n consumes id n at position length + n and chooses id n + 1
                 cache_full = length + n >= self.max_len
                 if not cache_full:
-                    self._replay("decode", self._decode_body)
+                    self._replay(*self._decode_job(length + n))
                     self.host_ids.enqueue(n + 1)
             token = self.host_ids.read(n)
             if token < 0:

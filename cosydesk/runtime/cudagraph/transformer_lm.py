@@ -13,11 +13,13 @@ dtype as the module does per call; the step computes (q + v) against every r and
 Everything else is the module's math in the same order and dtype (LayerNorm statistics in float32, scores in the
 model dtype, softmax in float32). The layer is compiled once for all layers where Inductor runs (multiply +
 reduce form, see ``qwen._linear``). Prefill runs the module itself once per sentence (its text encoder and the
-prompt; eager) and its keys/values are copied into the static cache.
+prompt; eager) and its keys/values are copied into the static cache. The cache is sized for the longest
+request the app accepts; each step attends over the smallest bucket of cache rows that holds its position.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -71,9 +73,11 @@ class RelPosLayerWeights:
     eps1: float
     eps2: float
 
-    def tensors(self) -> tuple[torch.Tensor, ...]:
+    def tensors(self, length: int) -> tuple[torch.Tensor, ...]:
+        """The layer's arguments of ``rel_pos_decode_layer``, relative positions up to ``length``."""
         return (self.norm1_w, self.norm1_b, self.w_qkv, self.b_qkv, self.w_out, self.b_out, self.bias_u,
-                self.bias_v, self.positions, self.norm2_w, self.norm2_b, self.w_1, self.b_1, self.w_2, self.b_2)
+                self.bias_v, self.positions[:, :length], self.norm2_w, self.norm2_b, self.w_1, self.b_1, self.w_2,
+                self.b_2)
 
 
 def layer_weights(layer, position_table: torch.Tensor) -> RelPosLayerWeights:
@@ -145,7 +149,8 @@ class StaticTransformerLM(StaticSpeechLM):
     ``TransformerLM`` (see ``supports``)."""
 
     def __init__(self, lm, max_len: int = 512, use_graphs: bool = True, pool=None, progress=None,
-                 compile_backend: str | None = None, sampling: RepetitionAwareSampler | None = None):
+                 compile_backend: str | None = None, sampling: RepetitionAwareSampler | None = None,
+                 attention_buckets: tuple[int, ...] = (512, 1024, 2048)):
         why_not = supports(lm)
         if why_not:
             raise ValueError(f"static decoding of this v1 LM is not supported: {why_not}")
@@ -163,6 +168,9 @@ class StaticTransformerLM(StaticSpeechLM):
         self.k_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
         self.v_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
         self.key_positions = torch.arange(max_len, device=self.device)
+        # the step attends over the first L cache rows, L the smallest bucket past the position: a cache sized
+        # for 30 s prompts costs a short request nothing (one graph per L, all in the same pool)
+        self.attention_lengths = sorted({b for b in attention_buckets if b < max_len} | {max_len})
         self.decode_layer = compiled(rel_pos_decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
                                      options=DECODE_COMPILE_OPTIONS, eager=rel_pos_decode_layer)
         # the next id: one Triton program where it compiles, else the selector's torch ops (compiled on a GPU)
@@ -172,24 +180,32 @@ class StaticTransformerLM(StaticSpeechLM):
         if use_graphs:
             self.capture(pool, progress)
 
-    def _decode_body(self) -> None:
-        """Logits of ``token`` at ``position``, then the next id chosen into ``token`` and the position advanced."""
+    def _decode_job(self, position: int):
+        length = next(n for n in self.attention_lengths if position < n)
+        return f"decode{length}", functools.partial(self._decode_body, length)
+
+    def _decode_body(self, length: int | None = None) -> None:
+        """Logits of ``token`` at ``position`` (< ``length``: the cache rows attended over, default all), then the
+        next id chosen into ``token`` and the position advanced."""
+        length = length or self.max_len
         lm = self.lm
         table = lm.speech_embedding.weight
         # eos (id 4096) has no embedding row; decode-ahead still runs one step on it, whose result is dropped
         x = lm.llm.embed(table.index_select(0, self.token.clamp(max=table.shape[0] - 1)))  # [1, D]
-        relative = (self.position - self.key_positions).clamp(min=0)
-        visible = self.key_positions <= self.position
+        keys = self.key_positions[:length]
+        relative = (self.position - keys).clamp(min=0)
+        visible = keys <= self.position
         for i, w in enumerate(self.layers):
-            x = self.decode_layer(x, *w.tensors(), self.k_cache[i], self.v_cache[i], self.position, relative,
-                                  visible, self.heads, self.activation, w.eps1, w.eps2)
+            x = self.decode_layer(x, *w.tensors(length), self.k_cache[i, :, :length], self.v_cache[i, :, :length],
+                                  self.position, relative, visible, self.heads, self.activation, w.eps1, w.eps2)
         self.decode_logits.copy_(lm.llm_decoder(lm.llm.after_norm(x)[0]).float())
         self.select(self.decode_logits)
         self.position.add_(1)
 
     def capture(self, pool=None, progress=None) -> None:
-        jobs = [("decode", self._decode_body), ("select_prefill", self._select_prefill_body)]
-        # two warm-up rounds: cuBLAS handles and the compiled layer
+        jobs = [(f"decode{n}", functools.partial(self._decode_body, n)) for n in self.attention_lengths]
+        jobs.append(("select_prefill", self._select_prefill_body))
+        # two warm-up rounds: cuBLAS handles and the compiled layer (once per attention length)
         self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
         self.k_cache.zero_()
         self.v_cache.zero_()

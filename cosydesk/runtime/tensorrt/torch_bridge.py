@@ -180,7 +180,7 @@ def _load_runner(req, cache, streaming: bool, area, progress: Progress, runtime_
 
 
 def build_tensorrt_model(model, progress: Progress = None, engines_dir: str | Path | None = None,
-                         precision: str = "fp16", llm_max_len: int = 512):
+                         precision: str = "fp16", llm_max_len: int | None = None):
     """``model``: float16 on CUDA (see backends._cast). Returns the dataclass copy running the TensorRT backend."""
     reason = unavailable_reason()
     if reason is not None:
