@@ -67,6 +67,31 @@ def assert_close(ours, ref, atol: float, what: str = "") -> None:
     assert err <= atol * scale, f"{what}: max abs error {err:.3g} > {atol * scale:.3g}"
 
 
+def official_v1_llm():
+    """The v1 fixture's TransformerLM, loaded from its official llm.pt (float32, eval)."""
+    from cosydesk.model.checkpoint import load_strict, read_state_dict
+    from cosydesk.model.config import read_yaml
+    from cosydesk.model.llm_v1 import TransformerLM
+
+    cfg = read_yaml(fixture_dir("v1") / "model" / "cosyvoice.yaml")
+    model = TransformerLM.from_config(cfg["llm"]).eval()
+    load_strict(model, read_state_dict(fixture_dir("v1") / "model" / "llm.pt"), "llm.pt")
+    return model
+
+
+def v1_llm_case(golden: dict[str, np.ndarray], case: str) -> tuple:
+    """(text, prompt_text, prompt_speech_token, embedding) of the v1 golden LLM case "zs" or "sft"."""
+    import torch
+
+    text = torch.from_numpy(golden["llm_text"])
+    if case == "zs":
+        return (text, torch.from_numpy(golden["spk_zeroshot_prompt_text"]),
+                torch.from_numpy(golden["spk_zeroshot_prompt_speech_token"]),
+                torch.from_numpy(golden["spk_zeroshot_embedding"]))
+    empty = torch.zeros(1, 0, dtype=torch.int32)
+    return text, empty, empty, torch.from_numpy(golden["spk_sft_embedding"])
+
+
 @pytest.fixture(scope="session")
 def golden_v1():
     return load_golden("v1")

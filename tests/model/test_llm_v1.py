@@ -4,31 +4,20 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import pytest
 import torch
 
-from tests.conftest import assert_close, fixture_dir
-from cosydesk.model.checkpoint import load_strict, read_state_dict
+from tests.conftest import assert_close, fixture_dir, official_v1_llm, v1_llm_case
 from cosydesk.model.config import read_yaml
 from cosydesk.model.llm_v1 import TransformerLM
 
 
 @pytest.fixture(scope="module")
-def lm() -> TransformerLM:
-    cfg = read_yaml(fixture_dir("v1") / "model" / "cosyvoice.yaml")
-    model = TransformerLM.from_config(cfg["llm"]).eval()
-    load_strict(model, read_state_dict(fixture_dir("v1") / "model" / "llm.pt"), "llm.pt")
-    return model
+def lm():
+    return official_v1_llm()
 
 
-def _case(g, case: str):
-    text = torch.from_numpy(g["llm_text"])
-    if case == "zs":
-        return (text, torch.from_numpy(g["spk_zeroshot_prompt_text"]), torch.from_numpy(g["spk_zeroshot_prompt_speech_token"]),
-                torch.from_numpy(g["spk_zeroshot_embedding"]))
-    empty = torch.zeros(1, 0, dtype=torch.int32)
-    return text, empty, empty, torch.from_numpy(g["spk_sft_embedding"])
+_case = v1_llm_case
 
 
 @pytest.mark.parametrize("case", ["zs", "sft"])

@@ -7,29 +7,17 @@ import copy
 import pytest
 import torch
 
-from cosydesk.model.checkpoint import load_strict, read_state_dict
-from cosydesk.model.config import read_yaml
-from cosydesk.model.llm_v1 import TransformerLM
 from cosydesk.model.sampling import GreedySampler, generate_speech_tokens, teacher_forced_logits
 from cosydesk.runtime.cudagraph.transformer_lm import (StaticTransformerLM, rel_pos_decode_layer, supports)
-from tests.conftest import assert_close, cuda, fixture_dir
+from tests.conftest import assert_close, cuda, official_v1_llm, v1_llm_case
 
 
 @pytest.fixture(scope="module")
-def lm() -> TransformerLM:
-    cfg = read_yaml(fixture_dir("v1") / "model" / "cosyvoice.yaml")
-    model = TransformerLM.from_config(cfg["llm"]).eval()
-    load_strict(model, read_state_dict(fixture_dir("v1") / "model" / "llm.pt"), "llm.pt")
-    return model
+def lm():
+    return official_v1_llm()
 
 
-def _case(g, case: str):
-    text = torch.from_numpy(g["llm_text"])
-    if case == "zs":
-        return (text, torch.from_numpy(g["spk_zeroshot_prompt_text"]),
-                torch.from_numpy(g["spk_zeroshot_prompt_speech_token"]), torch.from_numpy(g["spk_zeroshot_embedding"]))
-    empty = torch.zeros(1, 0, dtype=torch.int32)
-    return text, empty, empty, torch.from_numpy(g["spk_sft_embedding"])
+_case = v1_llm_case
 
 
 def _forced_logits(static, args, forced) -> torch.Tensor:

@@ -285,13 +285,9 @@ class StaticQwenLM(StaticSpeechLM):
 
     # --- capture ---------------------------------------------------------------------------------------
     def capture(self, pool=None, progress=None) -> None:
-        jobs = [("decode", self._decode_body), ("select_prefill", self._select_prefill_body)]
+        jobs = [("decode", self._decode_body)]
         jobs += [(f"prefill{b}", functools.partial(self._prefill_body, b)) for b in self.prefill_buckets]
-        # two warm-up rounds: cuBLAS handles, SDPA kernel choice, the compiled layer
-        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
-        self.k_cache.zero_()
-        self.v_cache.zero_()
-        self.selector.start(0, False, torch.zeros(0, 2))
+        self._capture(jobs, pool, progress)
 
     # --- runtime API (the rest: ``StaticSpeechLM``) ----------------------------------------------------
     @torch.inference_mode()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
+from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError
 
@@ -56,6 +57,15 @@ class StaticSpeechLM:
 
     def _select_prefill_body(self) -> None:
         self.select(self.prefill_logits)
+
+    def _capture(self, jobs, pool=None, progress=None) -> None:
+        """Capture ``jobs`` [(name, body)] and ``select_prefill`` into graphs (two warm-up rounds: cuBLAS handles,
+        kernel choices, compiled layers), then clear what the warm-up wrote (caches, selector state)."""
+        jobs = list(jobs) + [("select_prefill", self._select_prefill_body)]
+        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
+        self.k_cache.zero_()
+        self.v_cache.zero_()
+        self.selector.start(0, False, torch.zeros(0, 2))
 
     def _decode_job(self, position: int) -> tuple[str, Callable[[], None]]:
         """(graph name, eager body) of the decode step at ``position`` (subclasses with several graphs choose)."""

@@ -28,7 +28,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from cosydesk.model.sampling import RepetitionAwareSampler
-from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.qwen import DECODE_COMPILE_OPTIONS, _linear
@@ -203,13 +202,8 @@ class StaticTransformerLM(StaticSpeechLM):
         self.position.add_(1)
 
     def capture(self, pool=None, progress=None) -> None:
-        jobs = [(f"decode{n}", functools.partial(self._decode_body, n)) for n in self.attention_lengths]
-        jobs.append(("select_prefill", self._select_prefill_body))
-        # two warm-up rounds: cuBLAS handles and the compiled layer (once per attention length)
-        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
-        self.k_cache.zero_()
-        self.v_cache.zero_()
-        self.selector.start(0, False, torch.zeros(0, 2))
+        self._capture([(f"decode{n}", functools.partial(self._decode_body, n)) for n in self.attention_lengths],
+                      pool, progress)
 
     @torch.inference_mode()
     def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
