@@ -20,7 +20,8 @@ import numpy as np
 import soundfile
 import torch
 
-MAX_PROMPT_SECONDS = 30.0  # the speech tokenizers refuse longer audio
+from cosydesk.frontend.limits import MAX_PROMPT_SECONDS  # noqa: F401 - re-exported for the frontend's users
+
 MIN_PROMPT_SECONDS = 0.1  # below this the spectrogram paddings have nothing to reflect
 SILENCE_RMS = 1e-4  # about -80 dBFS
 LOW_RATE_HZ = 16000  # the official loader refuses anything below this

@@ -142,7 +142,7 @@ def test_static_qwen_default_cache_holds_a_30_s_prompt_cpu(tiny_v2_model):
     """The default cache size takes a MAX_PROMPT_SECONDS zero-shot prompt (25 Hz tokens) with a long transcript
     and sentence (a 512-position cache refused prompts past ~8 s); the prefill, longer than every bucket, runs the
     plain layer, and the logits equal the module's."""
-    from cosydesk.frontend.audio_io import MAX_PROMPT_SECONDS
+    from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
     from cosydesk.model.sampling import teacher_forced_logits
     from cosydesk.runtime.cudagraph.model import llm_cache_positions
     from cosydesk.runtime.cudagraph.qwen import StaticQwenLM

@@ -171,7 +171,7 @@ def test_the_default_cache_holds_a_30_s_prompt(lm, golden_v1):
     """A zero-shot prompt of MAX_PROMPT_SECONDS (50 Hz v1 tokens) with a long transcript and sentence fits the
     default cache (a 512-position cache refused it): prefill and decoding in its last attention bucket give the
     module's logits."""
-    from cosydesk.frontend.audio_io import MAX_PROMPT_SECONDS
+    from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
     from cosydesk.runtime.cudagraph.model import llm_cache_positions
 
     static = _static(lm, max_len=llm_cache_positions("v1"))

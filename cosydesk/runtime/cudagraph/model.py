@@ -16,7 +16,7 @@ import warnings
 
 import torch
 
-from cosydesk.frontend.audio_io import MAX_PROMPT_SECONDS
+from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
