@@ -23,6 +23,10 @@ class PromptError(SynthesisError):
     pass
 
 
+class TooLongError(SynthesisError):
+    """A request does not fit a static buffer of the GPU backend (its speech model's KV cache)."""
+
+
 class NumericalError(SynthesisError):
     """The model's scores stopped being finite numbers (NaN/inf, e.g. an fp16 overflow): no token can be drawn."""
 

@@ -283,6 +283,7 @@ def test_decode_ahead_raises_on_non_finite_scores_cpu(tiny_v2_model):
 
 def test_decode_ahead_stops_at_the_static_cache_like_decode_step_cpu(tiny_v2_model):
     from cosydesk.model.sampling import GreedySampler, generate_speech_tokens
+    from cosydesk.runtime.errors import TooLongError
 
     static = _static_lm(tiny_v2_model.llm, max_len=60)
     text, prompt_text, prompt_speech = _prompt(3)
@@ -290,7 +291,7 @@ def test_decode_ahead_stops_at_the_static_cache_like_decode_step_cpu(tiny_v2_mod
     for tokens in (generate_speech_tokens(static, text, prompt_text, prompt_speech, None, GreedySampler()),
                    static.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True)):
         got = []
-        with pytest.raises(ValueError, match="static KV cache of 60"):
+        with pytest.raises(TooLongError, match="past the 60 positions"):
             for token in tokens:
                 got.append(token)
         counts.append(got)

@@ -183,3 +183,54 @@ def test_the_default_cache_holds_a_30_s_prompt(lm, golden_v1):
     ours = _forced_logits(static, args, forced)
     assert static._decode_job(1760)[0] == "decode2048"  # the steps ran past the 1024-row bucket
     assert_close(ours, teacher_forced_logits(lm, *args, forced), 1e-4, "30 s prompt")
+
+
+def test_float16_steps_equal_the_module_bit_for_bit(lm, golden_v1):
+    """In float16 (CPU) the static step rounds where the module rounds: identical logits, step after step."""
+    half = copy.deepcopy(lm).half()
+    static = _static(half)
+    args = _case(golden_v1, "zs")
+    args = args[:3] + (args[3].half(),)
+    forced = [(13 * i + 5) % 4096 for i in range(40)]
+    ours = _forced_logits(static, args, forced)
+    assert torch.equal(ours, teacher_forced_logits(half, *args, forced))
+
+
+@pytest.mark.parametrize("activation", [torch.nn.SiLU, torch.nn.GELU])
+def test_other_activations_key_bias_and_norm_eps_follow_the_module(lm, golden_v1, activation):
+    """Layouts the released v1 does not use but the yaml allows: swish/gelu feed-forward, a bias-free key
+    projection, other LayerNorm eps per norm."""
+    variant = copy.deepcopy(lm)
+    shared = activation()
+    for layer in variant.llm.encoders:
+        layer.feed_forward.activation = shared
+        layer.self_attn.linear_k.bias = None
+        layer.norm1.eps, layer.norm2.eps = 1e-2, 3e-1
+    static = _static(variant)
+    args, forced = _case(golden_v1, "sft"), golden_v1["llm_sft_tf_tokens"]
+    assert_close(_forced_logits(static, args, forced), teacher_forced_logits(variant, *args, forced), 1e-4,
+                 f"{activation.__name__} variant")
+
+
+def test_a_non_finite_cache_row_left_by_an_earlier_request_is_not_seen(lm, golden_v1):
+    """0 * NaN is NaN: rows past the prompt that hold NaN/inf from an earlier request (an fp16 overflow) are
+    cleared by the next prefill, so the next sentence gets the module's logits."""
+    static = _static(lm)
+    args, forced = _case(golden_v1, "sft"), golden_v1["llm_sft_tf_tokens"]
+    _forced_logits(static, _case(golden_v1, "zs"), golden_v1["llm_zs_tf_tokens"])
+    static.v_cache[:, :, 60:] = float("nan")
+    static.k_cache[:, :, 90:] = float("inf")
+    ours = _forced_logits(static, args, forced)
+    assert torch.isfinite(ours).all()
+    assert_close(ours, teacher_forced_logits(lm, *args, forced), 1e-4, "after a poisoned cache")
+
+
+def test_too_long_requests_get_a_clear_error(lm, golden_v1):
+    from cosydesk.runtime.errors import TooLongError
+
+    static = _static(lm, max_len=41)
+    with pytest.raises(TooLongError, match="voice prompt and the sentence take 41 positions"):
+        _forced_logits(static, _case(golden_v1, "zs"), list(range(10)))
+    static = _static(lm, max_len=60)
+    with pytest.raises(TooLongError, match="ran past the 60 positions"):
+        list(static.generate_speech_tokens(*_case(golden_v1, "zs"), forced=list(range(40))))

@@ -296,8 +296,8 @@ class StaticQwenLM(StaticSpeechLM):
         embeds = self.lm.lm_input(text, prompt_text, prompt_speech_token, embedding).to(self.dtype)
         length = embeds.shape[1]
         bucket = bucket_for(length, self.prefill_buckets)
-        if length >= self.max_len:
-            raise ValueError(f"prompt of {length} positions exceeds the static cache ({self.max_len})")
+        self._prompt_fits(length)
+        self._clear_cache_from(length)
         if f"prefill{bucket}" not in self.graphs:
             self.eager_prefills += 1
         if bucket is None:  # longer than every bucket: the plain layer on the exact length

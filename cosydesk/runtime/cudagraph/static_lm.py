@@ -21,7 +21,7 @@ import torch
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
-from cosydesk.runtime.errors import NumericalError
+from cosydesk.runtime.errors import NumericalError, TooLongError
 
 
 @dataclass
@@ -71,6 +71,23 @@ class StaticSpeechLM:
         """(graph name, eager body) of the decode step at ``position`` (subclasses with several graphs choose)."""
         return "decode", self._decode_body
 
+    def _prompt_fits(self, length: int) -> None:
+        """Refuse a prompt of ``length`` positions that leaves no room in the cache."""
+        if length >= self.max_len:
+            raise TooLongError(f"the voice prompt and the sentence take {length} positions of the speech model's "
+                               f"cache, which holds {self.max_len}: use a shorter voice prompt or a shorter sentence")
+
+    def _cache_full(self) -> TooLongError:
+        return TooLongError(f"this sentence's speech ran past the {self.max_len} positions the speech model's cache "
+                            "holds: split the sentence or use a shorter voice prompt")
+
+    def _clear_cache_from(self, length: int) -> None:
+        """Zero the cache rows from ``length`` on, at every prefill: a masked key's weight is exactly 0, but 0 * NaN
+        is not, so a non-finite value left by an earlier request (an fp16 overflow) must not stay in the rows a
+        later step attends over (the Triton attention never loads them; the torch forms do)."""
+        self.k_cache[..., length:, :].zero_()
+        self.v_cache[..., length:, :].zero_()
+
     # --- load-time helpers -------------------------------------------------------------------------------
     def _make_select_kernel(self):
         """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
@@ -114,7 +131,7 @@ class StaticSpeechLM:
     @torch.inference_mode()
     def decode_step(self, token, state: StaticDecodeState):
         if state.length >= self.max_len:
-            raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
+            raise self._cache_full()
         if isinstance(token, torch.Tensor):
             self.token.copy_(token.reshape(1))
         else:
@@ -180,7 +197,9 @@ class StaticSpeechLM:
                 return
             yield token
             if cache_full:
-                raise ValueError(f"utterance exceeds the static KV cache of {self.max_len} positions")
+                raise self._cache_full()
 
     def __getattr__(self, item):  # everything else (stop ids, eos id, sampling helpers) from the module
+        if "lm" not in self.__dict__:  # not built yet (or being copied): a plain missing attribute
+            raise AttributeError(item)
         return getattr(self.__dict__["lm"], item)

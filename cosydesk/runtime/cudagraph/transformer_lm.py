@@ -213,8 +213,8 @@ class StaticTransformerLM(StaticSpeechLM):
         logits, state = self.lm.prefill(text, prompt_text, prompt_speech_token,
                                         embedding if embedding is not None else torch.zeros(0))
         length = state.cache.offset
-        if length >= self.max_len:
-            raise ValueError(f"prompt of {length} positions exceeds the static cache ({self.max_len})")
+        self._prompt_fits(length)
+        self._clear_cache_from(length)
         for i, layer_cache in enumerate(state.cache.layers):
             self.k_cache[i, :, :length].copy_(layer_cache.keys[0, :, :length])
             self.v_cache[i, :, :length].copy_(layer_cache.values[0, :, :length])
