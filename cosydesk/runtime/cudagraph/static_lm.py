@@ -7,6 +7,9 @@ A subclass (``qwen.StaticQwenLM`` for v2/v3, ``transformer_lm.StaticTransformerL
 inputs/outputs, the device-side id selector (``select.py``; the one-program Triton form where it compiles,
 ``select_kernel.py``) and the runtime API the pipeline calls: ``prefill``/``decode_step`` (parity tests, the
 bench's generic loop) and ``generate_speech_tokens``, the fast loop: step n+1 is queued before id n is read.
+Every subclass ``prefill`` checks the prompt fits (``_prompt_fits``) and clears the cache rows past it
+(``_clear_cache_from``), so nothing an earlier request left there is ever attended to; requests longer than the
+cache end with ``TooLongError`` (a ``SynthesisError``: shown to the user as one line).
 """
 
 from __future__ import annotations
