@@ -234,3 +234,21 @@ def test_too_long_requests_get_a_clear_error(lm, golden_v1):
     static = _static(lm, max_len=60)
     with pytest.raises(TooLongError, match="ran past the 60 positions"):
         list(static.generate_speech_tokens(*_case(golden_v1, "zs"), forced=list(range(40))))
+
+
+def test_static_llm_picks_the_static_lm_or_keeps_an_unsupported_module(tmp_path):
+    """``static_llm``: v1 gets StaticTransformerLM sized by llm_cache_positions; a layout it cannot decode keeps
+    the module (uncaptured), with a warning that says why."""
+    import dataclasses
+
+    from cosydesk.runtime.cudagraph.model import llm_cache_positions, static_llm
+    from cosydesk.testing.full_size import random_model
+
+    model = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)
+    llm = static_llm(model)
+    assert isinstance(llm, StaticTransformerLM) and llm.max_len == llm_cache_positions("v1") == 3328
+    assert not llm.graphs  # nothing is captured off CUDA
+    post_norm = copy.deepcopy(model.llm)
+    post_norm.llm.normalize_before = False
+    with pytest.warns(RuntimeWarning, match="uncaptured .*post-norm"):
+        assert static_llm(dataclasses.replace(model, llm=post_norm)) is post_norm
