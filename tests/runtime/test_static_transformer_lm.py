@@ -137,6 +137,7 @@ def test_unsupported_bodies_are_refused(lm):
 
 
 @cuda
+@pytest.mark.gpu
 def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
     """build_graph_model gives v1 the static LM with its decode step captured; float16 logits over 40 forced
     steps stay close to the float16 module's, and the greedy decode-ahead ids equal the module's greedy ids."""
