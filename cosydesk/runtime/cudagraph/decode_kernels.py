@@ -27,8 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from cosydesk.runtime.cudagraph.pdl import launch_args
-from cosydesk.runtime.cudagraph.pdl import pdl_available, pdl_start, pdl_wait
+from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
 
 
 @triton.jit
@@ -188,8 +187,6 @@ def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.con
 
 def power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
-
-
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import triton
 import triton.language as tl
 
 from cosydesk.model.unet import BasicTransformerBlock
+from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
 
 
@@ -262,8 +263,6 @@ def use_flow_kernels(root: torch.nn.Module, frames: int = 96) -> int:
 
 def _trial(block, frames: int, pdl: bool, tiles: FlowTiles) -> str | None:
     """Why the kernels cannot stand in for ``block`` with these launch settings, or None when they can."""
-    from cosydesk.runtime.cudagraph.capture import capture_graphs
-
     try:
         width = block.norm1.normalized_shape[0]
         weight = block.attn1.w_qkv

@@ -2,10 +2,11 @@
 
 Graph pools: one for the LLM graphs, one for the flow + vocoder graphs (they run concurrently on two streams).
 v2/v3: the LLM is ``StaticQwenLM`` (decode step of Triton kernels + prefill buckets captured); v1's wenet-style
-LLM is ``StaticTransformerLM`` (decode step compiled and captured; prefill eager). All versions: the U-Net estimator's transformer blocks
-run the Triton kernels of ``flow_kernels.py``, its other blocks are compiled (``compile.py``), and one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``). v2: HiFT is
-captured for every non-final streaming chunk shape (``GraphedHift``) and the flow encoder per token bucket
-(``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
+LLM is ``StaticTransformerLM`` (decode step compiled and captured; prefill eager). All versions: the U-Net
+estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``, its other blocks are compiled
+(``compile.py``), and one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
+v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the flow encoder per token
+bucket (``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
 from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
-from cosydesk.runtime.cudagraph import transformer_lm
-from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM
+from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM, supports as static_v1_supports
 
 FLOW_BUCKET_STEP = 32
 ENCODER_BUCKET_STEP = 32  # tokens; the encoder is launch-bound, so coarse buckets cost little and save graphs
@@ -59,11 +59,12 @@ def static_llm(model, max_len: int | None = None, pool=None, progress=None):
     ``StaticTransformerLM`` (v1); the module itself where its layout is not supported (a warning says so).
     Sampling follows the model config's ``llm.sampling``. Off CUDA nothing is captured (the same bodies run).
     ``max_len``: static cache positions (default ``llm_cache_positions``)."""
-    kwargs = dict(max_len=max_len or llm_cache_positions(model.version), pool=pool, progress=progress, use_graphs=model.device.type == "cuda",
+    kwargs = dict(max_len=max_len or llm_cache_positions(model.version), pool=pool, progress=progress,
+                  use_graphs=model.device.type == "cuda",
                   sampling=RepetitionAwareSampler.for_model_config(model.config))
     if model.version in ("v2", "v3"):
         return StaticQwenLM(model.llm, **kwargs)
-    why_not = transformer_lm.supports(model.llm)
+    why_not = static_v1_supports(model.llm)
     if why_not:
         warnings.warn(f"the v1 LLM runs uncaptured ({why_not})", RuntimeWarning, stacklevel=2)
         return model.llm

@@ -170,6 +170,7 @@ class StaticTransformerLM(StaticSpeechLM):
         # the step attends over the first L cache rows, L the smallest bucket past the position: a cache sized
         # for 30 s prompts costs a short request nothing (one graph per L, all in the same pool)
         self.attention_lengths = sorted({b for b in attention_buckets if b < max_len} | {max_len})
+        self.decode_jobs = [(f"decode{n}", functools.partial(self._decode_body, n)) for n in self.attention_lengths]
         self.decode_layer = compiled(rel_pos_decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
                                      options=DECODE_COMPILE_OPTIONS, eager=rel_pos_decode_layer)
         # the next id: one Triton program where it compiles, else the selector's torch ops (compiled on a GPU)
@@ -180,13 +181,11 @@ class StaticTransformerLM(StaticSpeechLM):
             self.capture(pool, progress)
 
     def _decode_job(self, position: int):
-        length = next(n for n in self.attention_lengths if position < n)
-        return f"decode{length}", functools.partial(self._decode_body, length)
+        return next(job for n, job in zip(self.attention_lengths, self.decode_jobs) if position < n)
 
-    def _decode_body(self, length: int | None = None) -> None:
-        """Logits of ``token`` at ``position`` (< ``length``: the cache rows attended over, default all), then the
-        next id chosen into ``token`` and the position advanced."""
-        length = length or self.max_len
+    def _decode_body(self, length: int) -> None:
+        """Logits of ``token`` at ``position`` (< ``length``: the cache rows attended over), then the next id
+        chosen into ``token`` and the position advanced."""
         lm = self.lm
         table = lm.speech_embedding.weight
         # eos (id 4096) has no embedding row; decode-ahead still runs one step on it, whose result is dropped
@@ -202,8 +201,7 @@ class StaticTransformerLM(StaticSpeechLM):
         self.position.add_(1)
 
     def capture(self, pool=None, progress=None) -> None:
-        self._capture([(f"decode{n}", functools.partial(self._decode_body, n)) for n in self.attention_lengths],
-                      pool, progress)
+        self._capture(self.decode_jobs, pool, progress)
 
     @torch.inference_mode()
     def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
