@@ -88,10 +88,12 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     fuse_estimator_attention(sampler.estimator)
     mask_group_norms(sampler.estimator)  # v1: padding to a bucket must not move GroupNorm statistics
     convs_as_gemm(sampler.estimator)
-    if flow_kernels_wanted(model.device):  # Triton kernels for the transformer blocks
+    if flow_kernels_wanted(model.device):  # Triton kernels for the transformer blocks and (v2) the resnets
         from cosydesk.runtime.cudagraph.flow_kernels import use_flow_kernels
+        from cosydesk.runtime.cudagraph.row_estimator import use_row_estimator
 
         use_flow_kernels(sampler.estimator)  # those blocks leave ESTIMATOR_BLOCKS' class names: not compiled
+        use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = make_buckets(max_frames, FLOW_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)

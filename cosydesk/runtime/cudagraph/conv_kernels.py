@@ -1,0 +1,137 @@
+"""Triton kernel for the causal estimator's convolutions on time-major rows: a resnet half in one kernel.
+
+Why (H200, v2 CFM step at bucket 128, profile of probe 19 at f6c8922): the 14 resnet blocks of a step were 13
+kernels each (~50 us: shifted-copy kernel + cuBLAS GEMM per conv, LayerNorm as two reductions, Mish, the
+time MLP, the 1x1 residual conv, transposes between the [B, C, T] convs and the [B, T, C] transformers), a
+third of the 2.2 ms step. Here activations stay rows [B*T, C] and one kernel computes, for a tile of frames and
+every output channel (LayerNorm needs whole rows):
+
+    out = [mish(LN(conv(x * mask) + bias)) * mask] + add[b] + [res_conv(res_x * mask) + res_bias]
+
+with each bracket optional (``norm``, ``add``, ``res``): ``ConvNormMish`` + time projection is one call
+(block 1 of a resnet), ``ConvNormMish`` + the residual 1x1 conv another (block 2), a plain causal conv (the
+resample conv) or the masked 1x1 output projection a third form. The conv is left-padded (causal): frame t
+sees frames t-k+1..t of its own batch row.
+
+Numerics follow ``cosydesk.model.unet`` in float16: float32 accumulation and LayerNorm statistics, float16
+at the module boundaries (conv output before the bias add, normed values, Mish, mask, each sum).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_start, pdl_wait
+
+
+@triton.jit
+def _round(x, dtype):
+    """x rounded to the model dtype and back to float32 (where the module stores an intermediate)."""
+    return x.to(dtype).to(tl.float32)
+
+
+@triton.jit
+def _mish(y):
+    """y * tanh(softplus(y)) in float32, written with exp only (softplus >= 0, so tanh = 1 - 2 / (e^2s + 1));
+    softplus is y itself past 20, as torch's."""
+    soft = tl.where(y > 20.0, y, tl.log(1.0 + tl.exp(tl.minimum(y, 20.0))))
+    return y * (1.0 - 2.0 / (tl.exp(2.0 * soft) + 1.0))
+
+
+@triton.jit
+def conv_rows_kernel(x_ptr, mask_ptr, w_ptr, bias_ptr, ln_w_ptr, ln_b_ptr, add_ptr, add_stride, rx_ptr, rw_ptr,
+                     rb_ptr, out_ptr, T, eps, CIN: tl.constexpr, CRES: tl.constexpr, COUT: tl.constexpr,
+                     KS: tl.constexpr, NORM: tl.constexpr, HAS_ADD: tl.constexpr, HAS_RES: tl.constexpr,
+                     MASK_OUT: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
+                     PDL: tl.constexpr):
+    """One (frame tile, batch row): rows x [B*T, CIN], mask [B*T], taps w [KS, CIN, COUT], res weight
+    rw [CRES, COUT], out [B*T, COUT]; BLOCK_C >= COUT (whole rows)."""
+    pdl_start(PDL)
+    pdl_wait(PDL)  # the loops load weights and inputs together: wait first
+    b = tl.program_id(1)
+    t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    c = tl.arange(0, BLOCK_C)
+    cmask = c < COUT
+    kk = tl.arange(0, BLOCK_K)
+    dtype = out_ptr.dtype.element_ty
+    acc = tl.zeros([BLOCK_T, BLOCK_C], dtype=tl.float32)
+    for j in tl.static_range(KS):
+        src = t + j - (KS - 1)  # left padding: tap j of frame t reads frame t - (KS - 1) + j
+        ok = (src >= 0) & (src < T)
+        m = tl.load(mask_ptr + b * T + src, mask=ok, other=0.0)
+        for k0 in range(0, CIN, BLOCK_K):
+            ks = k0 + kk
+            a = tl.load(x_ptr + (b * T + src)[:, None] * CIN + ks[None, :], mask=ok[:, None] & (ks[None, :] < CIN),
+                        other=0.0)
+            a = a * m[:, None].to(a.dtype)  # the module convolves x * mask (0/1: exact)
+            w = tl.load(w_ptr + (j * CIN + ks)[:, None] * COUT + c[None, :],
+                        mask=(ks[:, None] < CIN) & cmask[None, :], other=0.0)
+            acc = tl.dot(a, w, acc)
+    bias = tl.load(bias_ptr + c, mask=cmask, other=0.0).to(tl.float32)
+    h = _round(_round(acc, dtype) + bias[None, :], dtype)  # the conv's product, then its bias add
+    tmask = t < T
+    mrow = tl.load(mask_ptr + b * T + t, mask=tmask, other=0.0).to(tl.float32)
+    if NORM:
+        mean = tl.sum(tl.where(cmask[None, :], h, 0.0), 1) / COUT
+        centred = tl.where(cmask[None, :], h - mean[:, None], 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / COUT + eps)
+        gamma = tl.load(ln_w_ptr + c, mask=cmask, other=0.0).to(tl.float32)
+        beta = tl.load(ln_b_ptr + c, mask=cmask, other=0.0).to(tl.float32)
+        h = _round(centred * rstd[:, None] * gamma[None, :] + beta[None, :], dtype)
+        h = _round(_mish(h), dtype)
+    if MASK_OUT:
+        h = _round(h * mrow[:, None], dtype)
+    if HAS_ADD:
+        add = tl.load(add_ptr + b * add_stride + c, mask=cmask, other=0.0).to(tl.float32)
+        h = _round(h + add[None, :], dtype)
+    if HAS_RES:
+        racc = tl.zeros([BLOCK_T, BLOCK_C], dtype=tl.float32)
+        for k0 in range(0, CRES, BLOCK_K):
+            ks = k0 + kk
+            a = tl.load(rx_ptr + (b * T + t)[:, None] * CRES + ks[None, :],
+                        mask=tmask[:, None] & (ks[None, :] < CRES), other=0.0)
+            a = a * mrow[:, None].to(a.dtype)
+            w = tl.load(rw_ptr + ks[:, None] * COUT + c[None, :], mask=(ks[:, None] < CRES) & cmask[None, :],
+                        other=0.0)
+            racc = tl.dot(a, w, racc)
+        rbias = tl.load(rb_ptr + c, mask=cmask, other=0.0).to(tl.float32)
+        h = _round(h + _round(racc + rbias[None, :], dtype), dtype)
+    tl.store(out_ptr + (b * T + t)[:, None] * COUT + c[None, :], h.to(dtype), mask=tmask[:, None] & cmask[None, :])
+
+
+def conv_taps(weight: torch.Tensor) -> torch.Tensor:
+    """A Conv1d weight [COUT, CIN, k] as the kernel reads it: [k, CIN, COUT] contiguous (a copy)."""
+    return weight.detach().permute(2, 1, 0).contiguous()
+
+
+def conv_rows(x: torch.Tensor, mask: torch.Tensor, batch: int, taps: torch.Tensor, bias: torch.Tensor,
+              norm: torch.nn.LayerNorm | None = None, add: torch.Tensor | None = None,
+              res: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None, mask_out: bool = False,
+              tile: tuple[int, int, int] = (16, 64, 4), pdl: bool = False) -> torch.Tensor:
+    """The fused conv (module docstring) of rows ``x`` [batch*T, CIN] under ``mask`` [batch*T] (0/1, x's dtype)
+    -> [batch*T, COUT]. ``taps``: ``conv_taps`` of the conv weight; ``norm``: LayerNorm + Mish + mask after it;
+    ``add``: [batch, COUT] added after that (any row stride); ``res``: (rows [batch*T, CRES], taps [1, CRES,
+    COUT], bias) of a masked 1x1 conv added last; ``mask_out``: multiply by the mask (implied by ``norm``).
+    ``tile``: frames per program, reduction chunk, warps."""
+    rows, cin = x.shape
+    ks, tap_in, cout = taps.shape
+    if tap_in != cin or rows % batch or mask.numel() != rows or not x.is_contiguous():
+        raise ValueError(f"conv_rows: rows {tuple(x.shape)}, taps {tuple(taps.shape)}, mask {tuple(mask.shape)}, "
+                         f"batch {batch} do not fit (contiguous rows [B*T, CIN], taps [k, CIN, COUT])")
+    frames = rows // batch
+    out = torch.empty(rows, cout, device=x.device, dtype=x.dtype)
+    block_t, block_k, warps = tile
+    rx, rw, rb = res if res is not None else (x, taps, bias)
+    if res is not None and (rw.shape[0] != 1 or rw.shape[2] != cout or rx.shape[0] != rows):
+        raise ValueError(f"conv_rows: residual rows {tuple(rx.shape)} / taps {tuple(rw.shape)} do not fit")
+    ln_w, ln_b, eps = (norm.weight, norm.bias, float(norm.eps)) if norm is not None else (bias, bias, 0.0)
+    grid = (triton.cdiv(frames, block_t), batch)
+    conv_rows_kernel[grid](x, mask, taps, bias, ln_w, ln_b, add if add is not None else bias,
+                           add.stride(0) if add is not None else 0, rx, rw, rb, out, frames, eps, CIN=cin,
+                           CRES=rx.shape[1], COUT=cout, KS=ks, NORM=norm is not None, HAS_ADD=add is not None,
+                           HAS_RES=res is not None, MASK_OUT=mask_out or norm is not None, BLOCK_T=block_t,
+                           BLOCK_C=triton.next_power_of_2(cout), BLOCK_K=block_k, num_warps=warps,
+                           **launch_args(pdl))
+    return out
