@@ -62,7 +62,8 @@ def test_resnet_halves_match_the_module_cpu(frames, padded):
 @interpreted
 def test_plain_causal_conv_and_masked_projection_cpu():
     """No norm: a causal kernel-3 conv of the masked input; a 1x1 projection to 10 channels (not a power of two)
-    with the output masked too, as the estimator's last layer."""
+    with the output masked too, as the estimator's last layer; a 1x1 conv to 40 channels split over 16-channel
+    programs."""
     torch.manual_seed(1)
     block = ConvNormMish(24, 24, causal=True)
     conv = block.block[0]
@@ -75,6 +76,9 @@ def test_plain_causal_conv_and_masked_projection_cpu():
         assert torch.allclose(ours, _rows(conv(x * mask)), atol=1e-5)
         ours = conv_rows(rows, rows_mask, 2, conv_taps(proj.weight), proj.bias, mask_out=True)
         assert torch.allclose(ours, _rows(proj(x * mask) * mask), atol=1e-5)
+        wide = torch.nn.Conv1d(24, 40, 1)
+        split = conv_rows(rows, rows_mask, 2, conv_taps(wide.weight), wide.bias, block_c=16)
+        assert torch.allclose(split, _rows(wide(x * mask)), atol=1e-5)  # 3 programs, the last one partly masked
 
 
 def test_shapes_are_checked():

@@ -46,13 +46,13 @@ def conv_rows_kernel(x_ptr, mask_ptr, w_ptr, bias_ptr, ln_w_ptr, ln_b_ptr, add_p
                      KS: tl.constexpr, NORM: tl.constexpr, HAS_ADD: tl.constexpr, HAS_RES: tl.constexpr,
                      MASK_OUT: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
                      PDL: tl.constexpr):
-    """One (frame tile, batch row): rows x [B*T, CIN], mask [B*T], taps w [KS, CIN, COUT], res weight
-    rw [CRES, COUT], out [B*T, COUT]; BLOCK_C >= COUT (whole rows)."""
+    """One (frame tile, batch row, channel tile): rows x [B*T, CIN], mask [B*T], taps w [KS, CIN, COUT], res
+    weight rw [CRES, COUT], out [B*T, COUT]; with NORM, BLOCK_C >= COUT (LayerNorm takes whole rows)."""
     pdl_start(PDL)
     pdl_wait(PDL)  # the loops load weights and inputs together: wait first
     b = tl.program_id(1)
     t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
-    c = tl.arange(0, BLOCK_C)
+    c = tl.program_id(2) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = c < COUT
     kk = tl.arange(0, BLOCK_K)
     dtype = out_ptr.dtype.element_ty
@@ -109,12 +109,13 @@ def conv_taps(weight: torch.Tensor) -> torch.Tensor:
 def conv_rows(x: torch.Tensor, mask: torch.Tensor, batch: int, taps: torch.Tensor, bias: torch.Tensor,
               norm: torch.nn.LayerNorm | None = None, add: torch.Tensor | None = None,
               res: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None, mask_out: bool = False,
-              tile: tuple[int, int, int] = (16, 64, 4), pdl: bool = False) -> torch.Tensor:
+              tile: tuple[int, int, int] = (16, 64, 4), block_c: int | None = None, pdl: bool = False) -> torch.Tensor:
     """The fused conv (module docstring) of rows ``x`` [batch*T, CIN] under ``mask`` [batch*T] (0/1, x's dtype)
     -> [batch*T, COUT]. ``taps``: ``conv_taps`` of the conv weight; ``norm``: LayerNorm + Mish + mask after it;
     ``add``: [batch, COUT] added after that (any row stride); ``res``: (rows [batch*T, CRES], taps [1, CRES,
     COUT], bias) of a masked 1x1 conv added last; ``mask_out``: multiply by the mask (implied by ``norm``).
-    ``tile``: frames per program, reduction chunk, warps."""
+    ``tile``: frames per program, reduction chunk, warps; ``block_c``: output channels per program (without
+    ``norm`` only; default all)."""
     rows, cin = x.shape
     ks, tap_in, cout = taps.shape
     if tap_in != cin or rows % batch or mask.numel() != rows or not x.is_contiguous():
@@ -127,11 +128,12 @@ def conv_rows(x: torch.Tensor, mask: torch.Tensor, batch: int, taps: torch.Tenso
     if res is not None and (rw.shape[0] != 1 or rw.shape[2] != cout or rx.shape[0] != rows):
         raise ValueError(f"conv_rows: residual rows {tuple(rx.shape)} / taps {tuple(rw.shape)} do not fit")
     ln_w, ln_b, eps = (norm.weight, norm.bias, float(norm.eps)) if norm is not None else (bias, bias, 0.0)
-    grid = (triton.cdiv(frames, block_t), batch)
+    block_c = triton.next_power_of_2(cout) if norm is not None or block_c is None else block_c
+    grid = (triton.cdiv(frames, block_t), batch, triton.cdiv(cout, block_c))
     conv_rows_kernel[grid](x, mask, taps, bias, ln_w, ln_b, add if add is not None else bias,
                            add.stride(0) if add is not None else 0, rx, rw, rb, out, frames, eps, CIN=cin,
                            CRES=rx.shape[1], COUT=cout, KS=ks, NORM=norm is not None, HAS_ADD=add is not None,
                            HAS_RES=res is not None, MASK_OUT=mask_out or norm is not None, BLOCK_T=block_t,
-                           BLOCK_C=triton.next_power_of_2(cout), BLOCK_K=block_k, num_warps=warps,
+                           BLOCK_C=block_c, BLOCK_K=block_k, num_warps=warps,
                            **launch_args(pdl))
     return out
