@@ -128,7 +128,8 @@ def conv_rows(x: torch.Tensor, mask: torch.Tensor, batch: int, taps: torch.Tenso
     if res is not None and (rw.shape[0] != 1 or rw.shape[2] != cout or rx.shape[0] != rows):
         raise ValueError(f"conv_rows: residual rows {tuple(rx.shape)} / taps {tuple(rw.shape)} do not fit")
     ln_w, ln_b, eps = (norm.weight, norm.bias, float(norm.eps)) if norm is not None else (bias, bias, 0.0)
-    block_c = triton.next_power_of_2(cout) if norm is not None or block_c is None else block_c
+    # tl.dot takes tiles of at least 16 on a GPU
+    block_c = max(16, triton.next_power_of_2(cout)) if norm is not None or block_c is None else block_c
     grid = (triton.cdiv(frames, block_t), batch, triton.cdiv(cout, block_c))
     conv_rows_kernel[grid](x, mask, taps, bias, ln_w, ln_b, add if add is not None else bias,
                            add.stride(0) if add is not None else 0, rx, rw, rb, out, frames, eps, CIN=cin,
