@@ -323,7 +323,7 @@ def kernel_paths(model) -> dict:
     """Which decode / estimator paths a backend model runs, so the JSON says what was measured: the LLM
     decode step as Triton kernels, a static graph of torch ops, or the plain module; the next id chosen by the
     Triton selector, its compiled torch form on the device, or on the host; and how many of the estimator's
-    transformer blocks run the Triton flow kernels."""
+    transformer blocks run the Triton flow kernels, and whether the estimator computes on rows (conv kernels)."""
     llm = model.llm
     if getattr(llm, "triton_decoder", None) is not None:
         decode = "triton"
@@ -337,7 +337,8 @@ def kernel_paths(model) -> dict:
         select = "triton"
     else:
         select = "device torch" if hasattr(llm, "selector") else "host"
-    return {"llm_decode": decode, "token_select": select, "flow_triton_blocks": blocks}
+    rows = type(estimator).__name__ == "RowCausalDecoder"
+    return {"llm_decode": decode, "token_select": select, "flow_triton_blocks": blocks, "flow_row_estimator": rows}
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,

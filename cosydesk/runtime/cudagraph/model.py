@@ -93,7 +93,8 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         from cosydesk.runtime.cudagraph.row_estimator import use_row_estimator
 
         use_flow_kernels(sampler.estimator)  # those blocks leave ESTIMATOR_BLOCKS' class names: not compiled
-        use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
+        if env_switch("COSYDESK_ROW_ESTIMATOR", True):
+            use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = make_buckets(max_frames, FLOW_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
