@@ -143,6 +143,35 @@ def test_valid_frames_do_not_depend_on_padding_cpu():
     assert torch.allclose(short, long[..., :20], atol=1e-5)
 
 
+@interpreted
+def test_graphed_solver_with_precomputed_times_and_masks_matches_the_solver_cpu(monkeypatch):
+    """With the row estimator the graphed solver takes the time projections from a table made at load and the
+    attention mask from a per-request buffer: same output as the plain solver (both modes, requests of
+    different lengths in the 48-frame bucket, padded tails), and inside the steps neither is computed again."""
+    from cosydesk.model.cfm import FlowMatchingSampler, cosine_time_grid
+    from cosydesk.runtime.cudagraph.cfm import GraphedSampler, solve_cfm
+
+    est = _estimator()
+    assert re_.use_row_estimator(est, frames=20)
+    sampler = FlowMatchingSampler(est, inference_cfg_rate=0.7, n_steps=4)
+    graphed = GraphedSampler(sampler, [32, 48], (False, True), spk_dim=8, mel_dim=8)
+    assert graphed.prepared and graphed.time_table.shape == (4, 2, est.time_weight.shape[0])
+    calls = {"time": 0, "mask": 0}
+    real_time, real_mask = est.time_projections, est.attention_mask
+    monkeypatch.setattr(est, "time_projections", lambda *a: calls.__setitem__("time", calls["time"] + 1) or real_time(*a))
+    monkeypatch.setattr(est, "attention_mask", lambda *a: calls.__setitem__("mask", calls["mask"] + 1) or real_mask(*a))
+    g = torch.Generator().manual_seed(5)
+    for streaming, frames in ((True, 40), (False, 34), (True, 29)):  # 40 and 34 share bucket 48; 29 pads to 32
+        z, mu, cond = (torch.randn(1, 8, frames, generator=g) for _ in range(3))
+        spks, mask = torch.randn(1, 8, generator=g), torch.ones(1, 1, frames)
+        with torch.no_grad():
+            ref = solve_cfm(sampler, z, mask, mu, spks, cond, streaming, cosine_time_grid(4))
+            calls["time"] = calls["mask"] = 0
+            ours = graphed(z, mask, mu, spks, cond, streaming=streaming)
+        assert calls == {"time": 0, "mask": 1}, calls
+        assert torch.allclose(ours, ref, atol=1e-5, rtol=1e-5), (streaming, frames)
+
+
 def test_unsupported_estimators_keep_their_forward():
     v1 = ConditionalDecoder(in_channels=32, out_channels=8, channels=(32, 32), attention_head_dim=16,
                             n_blocks=1, num_mid_blocks=1, num_heads=2)

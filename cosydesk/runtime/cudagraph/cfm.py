@@ -20,12 +20,13 @@ from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 
 
-def guided_increment(sampler, x, mask2, mu2, t2, spks2, cond2, dt, streaming: bool) -> torch.Tensor:
+def guided_increment(sampler, x, mask2, mu2, t2, spks2, cond2, dt, streaming: bool, **prepared) -> torch.Tensor:
     """One Euler increment dt * CFG velocity, in float32, for the float32 state x [1,80,T]. The estimator runs on
-    the CFG batch (row 0 conditioned, row 1 with zero mu/spks/cond) in mu2's dtype."""
+    the CFG batch (row 0 conditioned, row 1 with zero mu/spks/cond) in mu2's dtype; ``prepared``: inputs the
+    estimator accepts precomputed (the row estimator's ``times`` / ``allowed``)."""
     cfg = sampler.inference_cfg_rate
     both = sampler.estimator(x.to(mu2.dtype).expand(2, -1, -1), mask2, mu2, t2, spks2, cond2,
-                             streaming=streaming).float()
+                             streaming=streaming, **prepared).float()
     return dt * ((1.0 + cfg) * both[:1] - cfg * both[1:])
 
 
@@ -72,6 +73,17 @@ class GraphedSampler(nn.Module):
         self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
         self.eager_calls = 0
         self.capture_errors: list[str] = []
+        # The row estimator takes its time projections and attention mask from outside: they depend only on the
+        # step's t (10 fixed values) and the request's mask, so they are computed once per step value at load
+        # (the table) and once per request, not in every captured step (~24 small kernels per step).
+        self.prepared = hasattr(sampler.estimator, "time_projections")
+        if self.prepared:
+            with torch.inference_mode():
+                steps = [self.grid[s].expand(2).to(self.dtype) for s in range(sampler.n_steps)]
+                self.time_table = torch.stack([sampler.estimator.time_projections(t) for t in steps])
+            self.times = torch.zeros_like(self.time_table[0])
+            for b in self.buckets:
+                self.bufs[b]["allowed"] = torch.ones(2, b, b, dtype=torch.bool, device=self.device)
 
     @property
     def estimator(self):
@@ -84,18 +96,27 @@ class GraphedSampler(nn.Module):
     def _step(self, bucket: int, streaming: bool) -> None:
         """x += dt * CFG(estimator(x, t)) on the bucket's static buffers (row 1 of mu/spks/cond stays zero)."""
         b = self.bufs[bucket]
+        prepared = {"times": self.times, "allowed": b["allowed"]} if self.prepared else {}
         b["x"].add_(guided_increment(self.sampler, b["x"], b["mask"], b["mu"], self.t, b["spks"], b["cond"], self.dt,
-                                     streaming))
+                                     streaming, **prepared))
 
     def _set_time(self, step: int) -> None:
         self.t.copy_(self.grid[step].expand(2))
         self.dt.copy_(self.grid[step + 1] - self.grid[step])
+        if self.prepared:
+            self.times.copy_(self.time_table[step])
+
+    def _set_mask(self, bucket: int, streaming: bool) -> None:
+        if self.prepared:
+            b = self.bufs[bucket]
+            b["allowed"].copy_(self.estimator.attention_mask(b["mask"], streaming))
 
     def capture(self, pool=None, progress=None) -> None:
         with torch.inference_mode():
             for bucket in self.buckets:  # realistic values while warming kernels up (and compiling blocks)
                 self.bufs[bucket]["mask"].fill_(1.0)
                 self.bufs[bucket]["x"].normal_()
+                self._set_mask(bucket, True)
             self._set_time(0)
         jobs = [((b, s), functools.partial(self._step, b, s)) for b in self.buckets for s in self.streaming_modes]
         # an uncapturable estimator is recorded in capture_errors and runs eagerly
@@ -116,6 +137,7 @@ class GraphedSampler(nn.Module):
         copy_padded(b["cond"][:1], cond)
         copy_padded(b["mask"], mask.to(self.dtype).expand(2, -1, -1))
         b["spks"][:1].copy_(spks)
+        self._set_mask(bucket, bool(streaming))
         for step in range(self.sampler.n_steps):
             self._set_time(step)
             if graph is not None:

@@ -82,15 +82,28 @@ class RowCausalDecoder(CausalConditionalDecoder):
     conv_tile = TUNED_CONV_TILE
     pdl = False
 
-    def forward(self, x, mask, mu, t, spks, cond, streaming: bool = False):
+    def time_projections(self, t: torch.Tensor) -> torch.Tensor:
+        """What every resnet adds after its first block, side by side [B, sum of widths], for flow times t [B]:
+        the time embedding, then each resnet's Mish + Linear as one GEMM over the stacked weights."""
+        time_emb = self.time_mlp(sinusoidal_time_features(t, self.in_channels).to(self.time_weight.dtype))
+        return F.linear(F.mish(time_emb), self.time_weight, self.time_bias)
+
+    def attention_mask(self, mask: torch.Tensor, streaming: bool) -> torch.Tensor:
+        """The transformer blocks' key mask bool [B, T, T] for frame mask [B, 1, T]."""
+        return attention_allowed(mask, self.static_chunk_size if streaming else 0)
+
+    def forward(self, x, mask, mu, t, spks, cond, streaming: bool = False, times: torch.Tensor | None = None,
+                allowed: torch.Tensor | None = None):
+        """The module's forward on rows. ``times`` / ``allowed``: ``time_projections(t)`` and
+        ``attention_mask(mask, streaming)`` computed by the caller (the graphed solver computes them once per
+        step value / per request instead of inside every captured step)."""
         batch, _, frames = x.shape
         tile, pdl = self.conv_tile, self.pdl
-        time_emb = self.time_mlp(sinusoidal_time_features(t, self.in_channels).to(x.dtype))
-        times = F.linear(F.mish(time_emb), self.time_weight, self.time_bias)  # every resnet's mlp, one GEMM
+        times = self.time_projections(t) if times is None else times
+        allowed = self.attention_mask(mask, streaming) if allowed is None else allowed
         parts = [x, mu, spks.unsqueeze(-1).expand(-1, -1, frames), cond]
         hidden = torch.cat([p.transpose(1, 2) for p in parts], dim=2).reshape(batch * frames, -1)
         rows_mask = mask.reshape(batch * frames).contiguous()
-        allowed = attention_allowed(mask, self.static_chunk_size if streaming else 0)
         widths = [r.block1.block[0].out_channels for r in self.resnets]
 
         def resnet(index: int, rows: torch.Tensor) -> torch.Tensor:
