@@ -59,7 +59,7 @@ def test_block_matches_the_module_float32_cpu(chunk):
         _compare(block, x, allowed, 1e-5)
 
 
-def _compare_float16(width, heads, head_dim, frames, device):
+def _compare_float16(width, heads, head_dim, frames, device, tiles=fk.TUNED_TILES):
     """Float16 kernels are as close to the float32 module as the float16 module is (errors relative to the
     block's own contribution; on the interpreter both are ~2e-3, i.e. about one float16 step of the output):
     a wrong scale, mask or layout shows far above that, a rounding placed differently does not."""
@@ -70,7 +70,8 @@ def _compare_float16(width, heads, head_dim, frames, device):
         exact = reference(x.float(), allowed)
         scale = float((exact - x.float()).abs().max())
         module_err = float((block(x, allowed).float() - exact).abs().max()) / scale
-        kernel_err = float((fk.transformer_block_forward(block, x, allowed).float() - exact).abs().max()) / scale
+        ours = fk.transformer_block_forward(block, x, allowed, tiles=tiles).float()
+        kernel_err = float((ours - exact).abs().max()) / scale
     assert kernel_err <= 1.5 * module_err + 1e-4, (kernel_err, module_err)
     assert module_err < 1e-2  # the yardstick itself is float16-sized
 
@@ -123,14 +124,45 @@ def test_only_supported_blocks_are_switched_after_a_trial_run_cpu():
 
 
 @interpreted
-@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.SMALL_TILES], ids=["tuned", "small"])
-def test_both_tile_sets_match_the_module_float32_cpu(tiles):
+@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.SMALL_TILES, fk.FUSED_ATTENTION_TILES],
+                         ids=["tuned", "small", "fused-attention"])
+def test_every_tile_set_matches_the_module_float32_cpu(tiles):
+    """70 frames (the fused kernel's 64-row query and key blocks end part-way), a padded batch row, chunks."""
     block = _block(64, 2, 32)
     x, allowed = _inputs(2, 70, 64, 10, 25, "cpu", torch.float32)
     with torch.no_grad():
         ref = block(x, allowed)
         ours = fk.transformer_block_forward(block, x, allowed, tiles=tiles)
     assert float((ours - ref).abs().max()) <= 1e-5 * float((ref - x).abs().max())
+
+
+@interpreted
+def test_fused_attention_float16_equals_the_two_kernels_cpu():
+    """The fused LN + q/k/v + attention kernel rounds where the q/k/v product and the attention kernel do: in
+    float16 its block output is within one float16 step of the five-kernel form; a fully masked first key block
+    (keys 0..65 off) starts its online softmax from nothing as the attention kernel's does."""
+    block = _block(64, 2, 32, dtype=torch.float16)
+    x, allowed = _inputs(2, 70, 64, 10, 25, "cpu", torch.float16)
+    masked = allowed.clone()
+    masked[:, :, :66] = False
+    with torch.no_grad():
+        for mask in (allowed, masked):
+            two = fk.transformer_block_forward(block, x, mask).float()
+            one = fk.transformer_block_forward(block, x, mask, tiles=fk.FUSED_ATTENTION_TILES).float()
+            scale = float((two - x.float()).abs().max())
+            assert float((one - two).abs().max()) <= 2e-3 * scale
+            assert torch.isfinite(one).all()
+
+
+@interpreted
+def test_fused_attention_is_tried_first_only_when_asked(monkeypatch):
+    fused = _block(64, 2, 32, dtype=torch.float16)
+    assert fk.use_flow_kernels(torch.nn.ModuleList([fused]), frames=40) == 1
+    assert fused.tiles == fk.TUNED_TILES  # default: the five kernels
+    monkeypatch.setenv("COSYDESK_FLOW_FUSED_ATTENTION", "1")
+    other = _block(64, 2, 32, dtype=torch.float16)
+    assert fk.use_flow_kernels(torch.nn.ModuleList([other]), frames=40) == 1
+    assert other.tiles == fk.FUSED_ATTENTION_TILES
 
 
 @interpreted
@@ -167,7 +199,8 @@ def test_full_size_block_on_the_gpu():
     """The released width (256, 8 heads of 64), float16, chunked attention, 128 and 96 frames (half the
     buckets are not multiples of the 64-row tiles)."""
     for frames in (128, 96):
-        _compare_float16(256, 8, 64, frames, "cuda")
+        for tiles in (fk.TUNED_TILES, fk.FUSED_ATTENTION_TILES):
+            _compare_float16(256, 8, 64, frames, "cuda", tiles)
     block = _block(256, 8, 64, device="cuda", dtype=torch.float16)
     assert fk.use_flow_kernels(torch.nn.ModuleList([block])) == 1
 
