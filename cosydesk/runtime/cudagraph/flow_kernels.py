@@ -24,7 +24,6 @@ on the CPU but not yet timed on a GPU, so it is only tried with ``COSYDESK_FLOW_
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +34,7 @@ from cosydesk.model.unet import BasicTransformerBlock
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import env_switch
 from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
+from cosydesk.runtime.cudagraph.variants import first_working
 
 
 @triton.jit
@@ -96,6 +96,36 @@ def linear_residual_kernel(a_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, M, N, K, HA
 
 
 @triton.jit
+def _online_softmax_start(BLOCK_Q: tl.constexpr, D: tl.constexpr):
+    """Running max (-inf), sum and output (zeros) of flash attention for BLOCK_Q query rows."""
+    return (tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf"), tl.zeros([BLOCK_Q], dtype=tl.float32),
+            tl.zeros([BLOCK_Q, D], dtype=tl.float32))
+
+
+@triton.jit
+def _store_head(row_ptrs, acc, l_i, qmask, dtype, D: tl.constexpr):
+    """The normalised attention output (rows with no allowed key at all stay zero) at ``row_ptrs`` [BLOCK_Q, 1]
+    + 0..D-1, in ``dtype``."""
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(row_ptrs + tl.arange(0, D)[None, :], out.to(dtype), mask=qmask[:, None])
+
+
+@triton.jit
+def _online_softmax_step(q, k, v, ok, scale, m_i, l_i, acc):
+    """One key block of flash attention: scores q k^T * scale where ``ok``, running max / sum / output updated
+    (float32); a row with no allowed key so far keeps max -inf and adds nothing."""
+    s = tl.dot(q, tl.trans(k)) * scale
+    s = tl.where(ok != 0, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp(s - m_safe[:, None])
+    alpha = tl.exp(m_i - m_safe)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    return m_new, l_i, acc
+
+
+@triton.jit
 def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_aq, stride_ak, scale,
                             HEADS: tl.constexpr, D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
                             PDL: tl.constexpr):
@@ -111,9 +141,7 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
     qmask = queries < T
     q = tl.load(qkv_ptr + (batch * T + queries)[:, None] * (3 * inner) + head * D + d[None, :],
                 mask=qmask[:, None], other=0.0)
-    m_i = tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_Q, D], dtype=tl.float32)
+    m_i, l_i, acc = _online_softmax_start(BLOCK_Q, D)
     for k0 in range(0, T, BLOCK_K):
         keys = k0 + tl.arange(0, BLOCK_K)
         kmask = keys < T
@@ -122,18 +150,8 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
         v = tl.load(base + 2 * inner, mask=kmask[:, None], other=0.0)
         ok = tl.load(allowed_ptr + batch * stride_ab + queries[:, None] * stride_aq + keys[None, :] * stride_ak,
                      mask=qmask[:, None] & kmask[None, :], other=0)
-        s = tl.dot(q, tl.trans(k)) * scale
-        s = tl.where(ok != 0, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no allowed key yet in this row
-        p = tl.exp(s - m_safe[:, None])
-        alpha = tl.exp(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
-    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-    tl.store(out_ptr + (batch * T + queries)[:, None] * inner + head * D + d[None, :], out.to(q.dtype),
-             mask=qmask[:, None])
+        m_i, l_i, acc = _online_softmax_step(q, k, v, ok, scale, m_i, l_i, acc)
+    _store_head(out_ptr + (batch * T + queries)[:, None] * inner + head * D, acc, l_i, qmask, q.dtype, D)
 
 
 @triton.jit
@@ -159,9 +177,7 @@ def ln_attention_kernel(x_ptr, ln_w_ptr, ln_b_ptr, w_ptr, allowed_ptr, out_ptr, 
     qmask = queries < T
     x = tl.load(x_ptr + (batch * T + queries)[:, None] * K + c[None, :], mask=qmask[:, None], other=0.0)
     q = tl.dot(_layer_norm(x, gamma, beta, eps, K), w_q).to(x.dtype)
-    m_i = tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_Q, D], dtype=tl.float32)
+    m_i, l_i, acc = _online_softmax_start(BLOCK_Q, D)
     for k0 in range(0, T, BLOCK_K):
         keys = k0 + tl.arange(0, BLOCK_K)
         kmask = keys < T
@@ -173,18 +189,8 @@ def ln_attention_kernel(x_ptr, ln_w_ptr, ln_b_ptr, w_ptr, allowed_ptr, out_ptr, 
         v = tl.dot(hk, w_v).to(x.dtype)
         ok = tl.load(allowed_ptr + batch * stride_ab + queries[:, None] * stride_aq + keys[None, :] * stride_ak,
                      mask=qmask[:, None] & kmask[None, :], other=0)
-        s = tl.dot(q, tl.trans(k)) * scale
-        s = tl.where(ok != 0, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no allowed key yet in this row
-        p = tl.exp(s - m_safe[:, None])
-        alpha = tl.exp(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
-    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-    tl.store(out_ptr + (batch * T + queries)[:, None] * inner + head * D + d[None, :], out.to(x.dtype),
-             mask=qmask[:, None])
+        m_i, l_i, acc = _online_softmax_step(q, k, v, ok, scale, m_i, l_i, acc)
+    _store_head(out_ptr + (batch * T + queries)[:, None] * inner + head * D, acc, l_i, qmask, x.dtype, D)
 
 
 @dataclass(frozen=True)
@@ -331,19 +337,11 @@ def use_flow_kernels(root: torch.nn.Module, frames: int = 96) -> int:
     variants = [(pdl, TUNED_TILES), (False, TUNED_TILES), (False, SMALL_TILES)][0 if pdl else 1:]
     if env_switch("COSYDESK_FLOW_FUSED_ATTENTION", False):
         variants.insert(0, (pdl, FUSED_ATTENTION_TILES))
-    failures = []
-    for pdl, tiles in variants:
-        error = _trial(probe, frames, pdl, tiles)
-        if error is None:
-            break
-        failures.append(f"pdl={pdl}, {tiles}: {error}")
-    else:
-        warnings.warn(f"flow Triton kernels unavailable ({'; '.join(failures)}); the estimator keeps its compiled "
-                      "blocks", RuntimeWarning, stacklevel=2)
+    chosen = first_working(variants, lambda pdl, tiles: _trial(probe, frames, pdl, tiles), "flow Triton kernels",
+                           "the estimator keeps its compiled blocks")
+    if chosen is None:
         return 0
-    if failures:
-        warnings.warn(f"flow Triton kernels: {'; '.join(failures)}; using pdl={pdl}, {tiles}", RuntimeWarning,
-                      stacklevel=2)
+    pdl, tiles = chosen
     for module in blocks:
         module.__class__ = KernelTransformerBlock
         module.pdl, module.tiles = pdl, tiles

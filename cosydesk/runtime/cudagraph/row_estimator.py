@@ -14,8 +14,6 @@ launch settings from fastest to most portable, and leaves the estimator alone wi
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 import torch.nn.functional as F
 
@@ -26,6 +24,7 @@ from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.conv_kernels import conv_rows, conv_taps
 from cosydesk.runtime.cudagraph.fuse import GemmConv1d
 from cosydesk.runtime.cudagraph.pdl import pdl_available
+from cosydesk.runtime.cudagraph.variants import first_working
 
 # (frames per program, reduction chunk, warps). H200, one kernel in isolation at 2 x 128 frames, width 256
 # (probe 21, us): block 1 (conv + LayerNorm + Mish + time add) 10.8, block 2 (+ 1x1 residual conv) 12.6 with
@@ -167,19 +166,11 @@ def use_row_estimator(estimator, frames: int = 96) -> bool:
     _attach_weights(estimator)
     pdl = pdl_available(param.device)
     variants = [(pdl, TUNED_CONV_TILE), (False, TUNED_CONV_TILE), (False, SMALL_CONV_TILE)][0 if pdl else 1:]
-    failures = []
-    for pdl, tile in variants:
-        error = _trial(estimator, frames, pdl, tile)
-        if error is None:
-            break
-        failures.append(f"pdl={pdl}, tile {tile}: {error}")
-    else:
-        warnings.warn(f"estimator row kernels unavailable ({'; '.join(failures)}); the estimator keeps its "
-                      "module form", RuntimeWarning, stacklevel=2)
+    chosen = first_working(variants, lambda pdl, tile: _trial(estimator, frames, pdl, tile), "estimator row kernels",
+                           "the estimator keeps its module form")
+    if chosen is None:
         return False
-    if failures:
-        warnings.warn(f"estimator row kernels: {'; '.join(failures)}; using pdl={pdl}, tile {tile}",
-                      RuntimeWarning, stacklevel=2)
+    pdl, tile = chosen
     estimator.__class__ = RowCausalDecoder
     estimator.pdl, estimator.conv_tile = pdl, tile
     return True
