@@ -8,9 +8,12 @@ import torch
 
 pytest.importorskip("triton", reason="the conv kernels are Triton kernels")
 
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
 from cosydesk.model.unet import CausalConditionalDecoder, ConditionalDecoder, ConvNormMish, ResnetBlock1D  # noqa: E402
 from cosydesk.runtime.cudagraph import row_estimator as re_  # noqa: E402
-from cosydesk.runtime.cudagraph.conv_kernels import conv_rows, conv_taps  # noqa: E402
+from cosydesk.runtime.cudagraph.conv_kernels import _mish, conv_rows, conv_taps  # noqa: E402
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention  # noqa: E402
 from tests.conftest import cuda, interpreted  # noqa: E402
 
@@ -153,23 +156,96 @@ def test_graphed_solver_with_precomputed_times_and_masks_matches_the_solver_cpu(
 
     est = _estimator()
     assert re_.use_row_estimator(est, frames=20)
-    sampler = FlowMatchingSampler(est, inference_cfg_rate=0.7, n_steps=4)
+    sampler = FlowMatchingSampler(est, inference_cfg_rate=0.7, n_steps=3)
     graphed = GraphedSampler(sampler, [32, 48], (False, True), spk_dim=8, mel_dim=8)
-    assert graphed.prepared and graphed.time_table.shape == (4, 2, est.time_weight.shape[0])
+    assert graphed.prepared and graphed.time_table.shape == (3, 2, est.time_weight.shape[0])
     calls = {"time": 0, "mask": 0}
     real_time, real_mask = est.time_projections, est.attention_mask
     monkeypatch.setattr(est, "time_projections", lambda *a: calls.__setitem__("time", calls["time"] + 1) or real_time(*a))
     monkeypatch.setattr(est, "attention_mask", lambda *a: calls.__setitem__("mask", calls["mask"] + 1) or real_mask(*a))
     g = torch.Generator().manual_seed(5)
-    for streaming, frames in ((True, 40), (False, 34), (True, 29)):  # 40 and 34 share bucket 48; 29 pads to 32
+    for streaming, frames in ((True, 40), (False, 34)):  # one bucket (48), different lengths and modes
         z, mu, cond = (torch.randn(1, 8, frames, generator=g) for _ in range(3))
         spks, mask = torch.randn(1, 8, generator=g), torch.ones(1, 1, frames)
         with torch.no_grad():
-            ref = solve_cfm(sampler, z, mask, mu, spks, cond, streaming, cosine_time_grid(4))
+            ref = solve_cfm(sampler, z, mask, mu, spks, cond, streaming, cosine_time_grid(3))
             calls["time"] = calls["mask"] = 0
             ours = graphed(z, mask, mu, spks, cond, streaming=streaming)
         assert calls == {"time": 0, "mask": 1}, calls
         assert torch.allclose(ours, ref, atol=1e-5, rtol=1e-5), (streaming, frames)
+
+
+@interpreted
+def test_row_estimator_float16_rounds_where_the_module_does_cpu():
+    """Float16 (where the rounding points matter; float32 hides them): batch 1 and 2, odd lengths, a padded
+    row; the row form is as close to the float32 module as the float16 module is."""
+    exact, half = _estimator(), _estimator(dtype=torch.float16)
+    assert re_.use_row_estimator(half, frames=20)
+    for batch, frames, padded in ((1, 7, 0), (2, 27, 6)):
+        args = _inputs(frames, padded, batch=batch)
+        with torch.no_grad():
+            ref = CausalConditionalDecoder.forward(exact, *args, streaming=True)
+            low = [a.half() for a in args]
+            module = CausalConditionalDecoder.forward(half, *low, streaming=True).float()
+            ours = half(*low, streaming=True).float()
+        scale = float(ref.abs().max())
+        module_err, ours_err = (float((v - ref).abs().max()) / scale for v in (module, ours))
+        assert ours_err <= 1.5 * module_err + 1e-4, (batch, frames, ours_err, module_err)
+        assert float((ours - module).abs().max()) / scale < 5e-3
+
+
+@triton.jit
+def _mish_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out_ptr + i, _mish(tl.load(x_ptr + i)))
+
+
+@interpreted
+def test_mish_keeps_its_precision_for_very_negative_inputs_cpu():
+    """The kernel's Mish against torch's over -60..25 (relative error: tiny negative outputs included, where
+    the 1 - 2 / (e^2s + 1) form of tanh(softplus) loses every digit)."""
+    x = torch.linspace(-60, 25, 256)
+    out = torch.empty_like(x)
+    _mish_kernel[(1,)](x, out, N=256)
+    ref = torch.nn.functional.mish(x.double()).float()
+    assert torch.allclose(out, ref, rtol=1e-5, atol=1e-30), float(((out - ref) / ref.abs().clamp_min(1e-30)).abs().max())
+
+
+@interpreted
+def test_one_graph_per_bucket_serves_both_attention_modes_cpu(monkeypatch):
+    """With the row estimator the streaming and full-attention steps differ only in the mask buffer, so one
+    graph per bucket is captured; replayed for a non-streaming request it gives the non-streaming solve."""
+    from cosydesk.model.cfm import FlowMatchingSampler, cosine_time_grid
+    from cosydesk.runtime.cudagraph import cfm
+
+    est = _estimator()
+    assert re_.use_row_estimator(est, frames=20)
+    sampler = FlowMatchingSampler(est, inference_cfg_rate=0.7, n_steps=2)
+    graphed = cfm.GraphedSampler(sampler, [32], (False, True), spk_dim=8, mel_dim=8)
+    captured = []
+
+    class Replayed:  # stands in for a CUDA graph: replaying it runs the captured job
+        def __init__(self, job):
+            self.replay = job
+
+    def capture(jobs, *args, **kwargs):
+        captured.extend(name for name, _ in jobs)
+        return {name: Replayed(job) for name, job in jobs}
+
+    monkeypatch.setattr(cfm, "capture_graphs", capture)
+    graphed.capture()
+    assert captured == [(32, True)]
+    g = torch.Generator().manual_seed(6)
+    z, mu, cond = (torch.randn(1, 8, 30, generator=g) for _ in range(3))
+    spks, mask = torch.randn(1, 8, generator=g), torch.ones(1, 1, 30)
+    refs = []
+    with torch.no_grad():
+        for streaming in (False, True):
+            refs.append(cfm.solve_cfm(sampler, z, mask, mu, spks, cond, streaming, cosine_time_grid(2)))
+            ours = graphed(z, mask, mu, spks, cond, streaming=streaming)
+            assert graphed.eager_calls == 0
+            assert torch.allclose(ours, refs[-1], atol=1e-5, rtol=1e-5), streaming
+    assert not torch.allclose(refs[0], refs[1], atol=1e-3)  # the modes differ here: the check above means something
 
 
 def test_unsupported_estimators_keep_their_forward():
@@ -195,6 +271,7 @@ def test_a_failing_trial_leaves_the_module_with_a_warning(monkeypatch):
     with pytest.warns(RuntimeWarning, match="row kernels unavailable.*no kernel today"):
         assert not re_.use_row_estimator(est, frames=20)
     assert type(est) is CausalConditionalDecoder
+    assert "time_weight" not in est.__dict__ and not any("taps" in m.__dict__ for m in est.modules())
 
 
 @cuda
@@ -242,7 +319,10 @@ def test_full_size_row_estimator_float16_in_a_graph():
         ours_err = float((out - ref).abs().max()) / scale
         assert ours_err <= 1.5 * module_err + 1e-4, (ours_err, module_err)
         if pdl_available(torch.device("cuda")):
-            assert half.pdl
+            from cosydesk.runtime.cudagraph.conv_kernels import conv_rows_kernel
+            from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
+
+            assert half.pdl and compiled_with_pdl(conv_rows_kernel)
             with_pdl = out.clone()
             half.pdl = False
             plain = half(h(x), h(mask), h(mu), h(t), h(spks), h(cond), streaming=True).float()

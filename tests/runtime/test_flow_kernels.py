@@ -218,9 +218,10 @@ def test_flow_kernels_default_on_cuda_only(monkeypatch):
 
 @cuda
 @pytest.mark.gpu
-def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
-    """Four blocks chained (20 kernels, each launched before the previous one ended) in a CUDA graph, as the
-    estimator runs them: bit-identical to plain launches, over inputs that change between replays."""
+@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.FUSED_ATTENTION_TILES], ids=["five", "fused-attention"])
+def test_programmatic_dependent_launch_changes_nothing_on_the_gpu(tiles):
+    """Four blocks chained (20 or 16 kernels, each launched before the previous one ended) in a CUDA graph, as
+    the estimator runs them: bit-identical to plain launches, over inputs that change between replays."""
     from cosydesk.runtime.cudagraph.pdl import pdl_available
 
     if not pdl_available(torch.device("cuda")):
@@ -236,7 +237,7 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
         def body():
             h = static_in
             for block in blocks:
-                h = fk.transformer_block_forward(block, h, allowed, pdl)
+                h = fk.transformer_block_forward(block, h, allowed, pdl, tiles)
             return h
 
         body()  # compile outside the capture
@@ -252,5 +253,6 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
     assert torch.equal(results[0], results[1])
     from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
 
-    kernels = (fk.ln_linear_kernel, fk.linear_residual_kernel, fk.masked_attention_kernel)
+    kernels = (fk.ln_linear_kernel, fk.linear_residual_kernel,
+               fk.masked_attention_kernel if tiles.ln_attention is None else fk.ln_attention_kernel)
     assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

@@ -34,10 +34,12 @@ def _round(x, dtype):
 
 @triton.jit
 def _mish(y):
-    """y * tanh(softplus(y)) in float32, written with exp only (softplus >= 0, so tanh = 1 - 2 / (e^2s + 1));
-    softplus is y itself past 20, as torch's."""
-    soft = tl.where(y > 20.0, y, tl.log(1.0 + tl.exp(tl.minimum(y, 20.0))))
-    return y * (1.0 - 2.0 / (tl.exp(2.0 * soft) + 1.0))
+    """y * tanh(softplus(y)) in float32, with exp only: tanh(log(1 + e)) = n / (n + 2) for n = e (e + 2), e = exp(y),
+    which keeps its precision for very negative y (no 1 - 2/(...) cancellation); y itself past 20, as torch's
+    softplus threshold."""
+    e = tl.exp(tl.minimum(y, 20.0))
+    n = e * (e + 2.0)
+    return tl.where(y > 20.0, y, y * n / (n + 2.0))
 
 
 @triton.jit
@@ -70,7 +72,10 @@ def conv_rows_kernel(x_ptr, mask_ptr, w_ptr, bias_ptr, ln_w_ptr, ln_b_ptr, add_p
                         mask=(ks[:, None] < CIN) & cmask[None, :], other=0.0)
             acc = tl.dot(a, w, acc)
     bias = tl.load(bias_ptr + c, mask=cmask, other=0.0).to(tl.float32)
-    h = _round(_round(acc, dtype) + bias[None, :], dtype)  # the conv's product, then its bias add
+    if KS == 1:  # a plain 1x1 Conv1d adds its bias before its one rounding
+        h = _round(acc + bias[None, :], dtype)
+    else:  # a kernel-3 conv runs as GemmConv1d (fuse.py): product rounded, then the bias added
+        h = _round(_round(acc, dtype) + bias[None, :], dtype)
     tmask = t < T
     mrow = tl.load(mask_ptr + b * T + t, mask=tmask, other=0.0).to(tl.float32)
     if NORM:

@@ -154,6 +154,15 @@ def _attach_weights(estimator) -> None:
     estimator.time_bias = torch.cat([r.mlp[1].bias.detach() for r in resnets], dim=0)
 
 
+def _detach_weights(estimator) -> None:
+    """Drop what ``_attach_weights`` added (the switch did not happen)."""
+    for module in estimator.modules():
+        if "taps" in module.__dict__:
+            del module.taps
+    for name in ("resnets", "time_weight", "time_bias"):
+        estimator.__dict__.pop(name, None)
+
+
 def use_row_estimator(estimator, frames: int = 96) -> bool:
     """Switch ``estimator`` (a ``CausalConditionalDecoder``) to ``RowCausalDecoder`` when it is supported and a
     trial run agrees with the module (module docstring); returns whether it was switched."""
@@ -161,14 +170,15 @@ def use_row_estimator(estimator, frames: int = 96) -> bool:
     if why is not None:
         return False
     param = estimator.final_proj.weight
-    if param.device.type == "cuda" and param.dtype not in (torch.float16, torch.bfloat16):
-        return False  # tl.dot in float32 would run at TF32 precision on a GPU
+    if param.device.type == "cuda" and param.dtype != torch.float16:
+        return False  # float32: tl.dot would run at TF32 precision; bfloat16: never validated
     _attach_weights(estimator)
     pdl = pdl_available(param.device)
     variants = [(pdl, TUNED_CONV_TILE), (False, TUNED_CONV_TILE), (False, SMALL_CONV_TILE)][0 if pdl else 1:]
     chosen = first_working(variants, lambda pdl, tile: _trial(estimator, frames, pdl, tile), "estimator row kernels",
                            "the estimator keeps its module form")
     if chosen is None:
+        _detach_weights(estimator)
         return False
     pdl, tile = chosen
     estimator.__class__ = RowCausalDecoder
