@@ -106,6 +106,11 @@ class GraphedSampler(nn.Module):
         if self.prepared:
             self.times.copy_(self.time_table[step])
 
+    def _graph_mode(self, streaming: bool) -> bool:
+        """The attention mode whose graph serves ``streaming``: with a prepared estimator the step does the same
+        work in both modes (only the mask buffer differs), so one graph per bucket serves both."""
+        return self.streaming_modes[-1] if self.prepared else bool(streaming)
+
     def _set_mask(self, bucket: int, streaming: bool) -> None:
         if self.prepared:
             b = self.bufs[bucket]
@@ -118,9 +123,7 @@ class GraphedSampler(nn.Module):
                 self.bufs[bucket]["x"].normal_()
                 self._set_mask(bucket, True)
             self._set_time(0)
-        # with a prepared estimator the step does the same work in both modes (only the mask buffer differs):
-        # one graph per bucket serves both, half the capture time and graph memory
-        modes = self.streaming_modes[-1:] if self.prepared else self.streaming_modes
+        modes = sorted({self._graph_mode(s) for s in self.streaming_modes})  # prepared: half the graphs
         jobs = [((b, s), functools.partial(self._step, b, s)) for b in self.buckets for s in modes]
         # an uncapturable estimator is recorded in capture_errors and runs eagerly
         self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "flow", errors=self.capture_errors))
@@ -131,7 +134,7 @@ class GraphedSampler(nn.Module):
         if bucket is None:  # longer than every bucket: the plain solver
             self.eager_calls += 1
             return solve_cfm(self.sampler, z, mask, mu, spks, cond, streaming, self.grid).to(mu.dtype)
-        graph = self.graphs.get((bucket, self.streaming_modes[-1] if self.prepared else bool(streaming)))
+        graph = self.graphs.get((bucket, self._graph_mode(streaming)))
         if graph is None:  # not captured (CPU, or a capture error): the same step on the same buffers, eagerly
             self.eager_calls += 1
         b = self.bufs[bucket]
