@@ -52,15 +52,19 @@ def _conv_norm_mish(block) -> bool:
             and type(block.block[2]) is Fp32LayerNorm and block.block[2].elementwise_affine)
 
 
+def _resnets(estimator) -> list:
+    """The U-Net's resnet blocks in forward order (down, mid, up)."""
+    return [blocks[0] for group in (estimator.down_blocks, estimator.mid_blocks, estimator.up_blocks)
+            for blocks in group]
+
+
 def why_not_rows(estimator) -> str | None:
     """Why ``RowCausalDecoder`` cannot stand in for ``estimator``, or None when it can."""
     if type(estimator) is not CausalConditionalDecoder:
         return f"{type(estimator).__name__} is not the causal U-Net"
     if len(estimator.down_blocks) != 1 or len(estimator.up_blocks) != 1:
         return "more than one U-Net level (resample convs change the length)"
-    resnets = [blocks[0] for group in (estimator.down_blocks, estimator.mid_blocks, estimator.up_blocks)
-               for blocks in group]
-    for r in resnets:
+    for r in _resnets(estimator):
         if not (_conv_norm_mish(r.block1) and _conv_norm_mish(r.block2) and r.res_conv.kernel_size == (1,)
                 and r.res_conv.bias is not None):
             return "a resnet block that is not causal conv + LayerNorm + Mish"
@@ -142,9 +146,7 @@ class RowCausalDecoder(CausalConditionalDecoder):
 def _attach_weights(estimator) -> None:
     """Re-laid conv weights on the conv modules (``taps``) and the resnets' time projections stacked into one
     weight (``time_weight`` / ``time_bias``) on the estimator: copies, a few MB, made once."""
-    resnets = [blocks[0] for group in (estimator.down_blocks, estimator.mid_blocks, estimator.up_blocks)
-               for blocks in group]
-    estimator.resnets = resnets
+    resnets = estimator.resnets = _resnets(estimator)
     convs = [c for r in resnets for c in (r.block1.block[0], r.block2.block[0], r.res_conv)]
     convs += [estimator.down_blocks[0][2], estimator.up_blocks[0][2], estimator.final_block.block[0],
               estimator.final_proj]
@@ -159,7 +161,7 @@ def _detach_weights(estimator) -> None:
     for module in estimator.modules():
         if "taps" in module.__dict__:
             del module.taps
-    for name in ("resnets", "time_weight", "time_bias"):
+    for name in ("resnets", "time_weight", "time_bias", "pdl", "conv_tile"):  # the trials set the last two
         estimator.__dict__.pop(name, None)
 
 
