@@ -193,9 +193,7 @@ class StaticQwenLM(StaticSpeechLM):
         self.prefill_layer = compiled(decoder_layer, self.device, dynamic=True, backend=compile_backend)
         # the choice of the next id: with the decode kernels one Triton program (``select_kernel.py``), else its
         # ~25 small ops compiled (H200: 0.156 -> 0.078 ms per token)
-        self.select_kernel = self._make_select_kernel() if self.triton_decoder is not None else None
-        self.select = self.select_kernel or compiled(self.selector.body, self.device, dynamic=False,
-                                                     backend=compile_backend)
+        self._choose_select(self.triton_decoder is not None, compile_backend)
         if use_graphs:
             self.capture(pool, progress)
 

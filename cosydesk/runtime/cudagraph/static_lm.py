@@ -23,6 +23,7 @@ import torch
 
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.capture import capture_graphs
+from cosydesk.runtime.cudagraph.compile import compiled
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError, TooLongError
 
@@ -92,6 +93,13 @@ class StaticSpeechLM:
         self.v_cache[..., length:, :].zero_()
 
     # --- load-time helpers -------------------------------------------------------------------------------
+    def _choose_select(self, kernel_wanted: bool, compile_backend: str | None) -> None:
+        """``self.select``: the one-program Triton selector when ``kernel_wanted`` and it compiles, else the
+        selector's torch ops (compiled on a GPU)."""
+        self.select_kernel = self._make_select_kernel() if kernel_wanted else None
+        self.select = self.select_kernel or compiled(self.selector.body, self.device, dynamic=False,
+                                                     backend=compile_backend)
+
     def _make_select_kernel(self):
         """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
         (one call now, on zero logits; the selector is reset before every sentence)."""

@@ -173,10 +173,7 @@ class StaticTransformerLM(StaticSpeechLM):
         self.decode_jobs = [(f"decode{n}", functools.partial(self._decode_body, n)) for n in self.attention_lengths]
         self.decode_layer = compiled(rel_pos_decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
                                      options=DECODE_COMPILE_OPTIONS, eager=rel_pos_decode_layer)
-        # the next id: one Triton program where it compiles, else the selector's torch ops (compiled on a GPU)
-        self.select_kernel = self._make_select_kernel() if compile_enabled(self.device) else None
-        self.select = self.select_kernel or compiled(self.selector.body, self.device, dynamic=False,
-                                                     backend=compile_backend)
+        self._choose_select(compile_enabled(self.device), compile_backend)
         if use_graphs:
             self.capture(pool, progress)
 
