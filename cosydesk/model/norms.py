@@ -16,11 +16,17 @@ def _float(parameter: torch.Tensor | None) -> torch.Tensor | None:
     return None if parameter is None else parameter.float()
 
 
+def fp32_layer_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                    eps: float) -> torch.Tensor:
+    """F.layer_norm with statistics and affine in float32, result in x's dtype."""
+    return F.layer_norm(x.float(), normalized_shape, _float(weight), _float(bias), eps).to(x.dtype)
+
+
 class Fp32LayerNorm(nn.LayerNorm):
     """nn.LayerNorm whose statistics (and affine) are computed in float32; returns the input's dtype."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.layer_norm(x.float(), self.normalized_shape, _float(self.weight), _float(self.bias), self.eps).to(x.dtype)
+        return fp32_layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class Fp32GroupNorm(nn.GroupNorm):

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cosydesk.model.norms import fp32_layer_norm
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
@@ -94,11 +95,6 @@ def layer_weights(layer, position_table: torch.Tensor) -> RelPosLayerWeights:
         float(layer.norm1.eps), float(layer.norm2.eps))
 
 
-def _layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
-    """``Fp32LayerNorm``: statistics and affine in float32, result in x's dtype."""
-    return F.layer_norm(x.float(), weight.shape, weight.float(), bias.float(), eps).to(x.dtype)
-
-
 def _activate(x: torch.Tensor, name: str) -> torch.Tensor:
     if name == "relu":
         return F.relu(x)
@@ -116,7 +112,7 @@ def rel_pos_decode_layer(x: torch.Tensor, norm1_w, norm1_b, w_qkv, b_qkv, w_out,
     key, clamped at 0. ``gemv``: products as multiply + reduce (compiled form, see ``qwen._linear``)."""
     width = x.shape[-1]
     d_k = width // heads
-    h = _layer_norm(x, norm1_w, norm1_b, eps1)
+    h = fp32_layer_norm(x, norm1_w.shape, norm1_w, norm1_b, eps1)
     q, k, v = _linear(h, w_qkv, b_qkv, gemv).view(3, heads, d_k).unbind(0)
     k_cache.index_copy_(1, position, k.unsqueeze(1))
     v_cache.index_copy_(1, position, v.unsqueeze(1))
@@ -134,7 +130,7 @@ def rel_pos_decode_layer(x: torch.Tensor, norm1_w, norm1_b, w_qkv, b_qkv, w_out,
     else:
         context = torch.matmul(weights.unsqueeze(1), v_cache).squeeze(1)  # [heads, d_k]
     x = x + _linear(context.reshape(1, width), w_out, b_out, gemv)
-    h = _layer_norm(x, norm2_w, norm2_b, eps2)
+    h = fp32_layer_norm(x, norm2_w.shape, norm2_w, norm2_b, eps2)
     return x + _linear(_activate(_linear(h, w_1, b_1, gemv), activation), w_2, b_2, gemv)
 
 
