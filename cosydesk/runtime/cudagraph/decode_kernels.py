@@ -27,8 +27,6 @@ import torch
 import triton
 import triton.language as tl
 
-from cosydesk.runtime.cudagraph import l2_prefetch as pf
-from cosydesk.runtime.cudagraph.l2_prefetch import PrefetchRange, l2_prefetch
 from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
 
 
@@ -47,11 +45,8 @@ def _layer_input(res_ptr, part_ptr, offs, mask, K, SPLIT: tl.constexpr, HAS_PART
 
 @triton.jit
 def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_ptr, eps, N, K,
-                    pf0_ptr, pf0_bytes, pf1_ptr, pf1_bytes,
                     SPLIT: tl.constexpr, HAS_PARTIAL: tl.constexpr, STORE_X: tl.constexpr, HAS_BIAS: tl.constexpr,
-                    GLU: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr,
-                    PF0_CHUNKS: tl.constexpr, PF0_CHUNK: tl.constexpr, PF1_CHUNKS: tl.constexpr,
-                    PF1_CHUNK: tl.constexpr):
+                    GLU: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     """out[n] = W[n] . rmsnorm(x) (+ bias[n]) for this program's BLOCK_N rows; GLU: out[n] = silu(W[n] . h) *
     (W[N + n] . h). x = ``_layer_input``; STORE_X: program 0 also stores x (the residual of step 3).
     BLOCK_K >= K: the whole row is loaded at once (no dependent loop: this kernel is latency-bound)."""
@@ -68,8 +63,6 @@ def rms_gemv_kernel(res_ptr, part_ptr, x_out_ptr, ln_ptr, w_ptr, bias_ptr, out_p
     if GLU:
         w_up = tl.load(w_ptr + (rows[:, None] + N) * K + offs[None, :], mask=wmask, other=0.0)
     ln = tl.load(ln_ptr + offs, mask=kmask, other=0.0)
-    l2_prefetch(pf0_ptr, pf0_bytes, PF0_CHUNKS, PF0_CHUNK)  # a later kernel's weights (``l2_prefetch``)
-    l2_prefetch(pf1_ptr, pf1_bytes, PF1_CHUNKS, PF1_CHUNK)
     pdl_wait(PDL)  # the weights are constant: loaded before the previous kernel's results are awaited
     x = _layer_input(res_ptr, part_ptr, offs, kmask, K, SPLIT, HAS_PARTIAL)
     if STORE_X:
@@ -179,23 +172,17 @@ def gemv_residual_kernel(x_ptr, w_ptr, res_ptr, out_ptr, N, K, BLOCK_N: tl.const
 
 
 @triton.jit
-def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, pf0_ptr, pf0_bytes, pf1_ptr, pf1_bytes,
-                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr, PF0_CHUNKS: tl.constexpr,
-                      PF0_CHUNK: tl.constexpr, PF1_CHUNKS: tl.constexpr, PF1_CHUNK: tl.constexpr):
+def gemv_split_kernel(x_ptr, w_ptr, part_ptr, N, K, K_PER_SPLIT, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      PDL: tl.constexpr):
     """part[s, n] = W[n, ks] . x[ks] over split s's slice of K (``K_PER_SPLIT`` is a multiple of BLOCK_K, so
     the slices do not overlap). Many short rows reductions in parallel instead of few long ones."""
     pdl_start(PDL)
-    l2_prefetch(pf0_ptr, pf0_bytes, PF0_CHUNKS, PF0_CHUNK)
-    l2_prefetch(pf1_ptr, pf1_bytes, PF1_CHUNKS, PF1_CHUNK)
     pdl_wait(PDL)
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     split = tl.program_id(1)
     rmask = rows < N
     acc = _row_dots(x_ptr, w_ptr, rows, rmask, split * K_PER_SPLIT, (split + 1) * K_PER_SPLIT, K, BLOCK_N, BLOCK_K)
     tl.store(part_ptr + split * N + rows, acc, mask=rmask)
-
-
-Prefetch = tuple["PrefetchRange | None", "PrefetchRange | None"]
 
 
 def power_of_two(n: int) -> bool:
@@ -233,11 +220,6 @@ class DecodeKernelConfig:
     # inside (``pdl.pdl_wait``), after issuing its weight loads. None: where ``pdl_available`` (H200, decode
     # graph, probe 15: 0.553 -> 0.494 ms, logits bit-identical)
     pdl: bool | None = None
-    # bulk L2 prefetch (``l2_prefetch``): each layer's q/k/v kernel asks for its gate/up and down weights
-    # (the attention in between leaves the memory bus idle), the gate/up kernel for the next layer's q/k/v
-    # and output weights, the logits kernel for layer 0's. None: where ``prefetch_available``.
-    prefetch: bool | None = None
-    prefetch_chunk: int = 8192
 
     def __post_init__(self):
         gemvs = {"qkv": self.qkv, "out": self.out, "gate_up": self.gate_up, "down": self.down, "logits": self.logits}
@@ -253,23 +235,17 @@ class DecodeKernelConfig:
 
 def rms_gemv(res: torch.Tensor, partial: torch.Tensor | None, x_out: torch.Tensor | None, ln: torch.Tensor,
              eps: float, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, cfg: GemvConfig,
-             glu: bool = False, pdl: bool = False, prefetch: Prefetch = (None, None)) -> None:
-    """``out`` = weight @ rmsnorm(res + sum(partial)) (+ bias), or its GLU form (weight = [gate; up]);
-    ``prefetch``: up to two later weights brought into L2 meanwhile (``TritonDecoder.prefetch_plan``)."""
+             glu: bool = False, pdl: bool = False) -> None:
+    """``out`` = weight @ rmsnorm(res + sum(partial)) (+ bias), or its GLU form (weight = [gate; up])."""
     rows = weight.shape[0] // 2 if glu else weight.shape[0]
     k = res.shape[-1]
     split = partial.shape[0] if partial is not None else 1
-    grid = (rms_gemv_programs(rows, cfg),)
+    grid = (triton.cdiv(rows, cfg.block_n),)
     rms_gemv_kernel[grid](res, partial if partial is not None else res, x_out if x_out is not None else res, ln,
                           weight, bias if bias is not None else ln, out, float(eps), rows, k,
                           SPLIT=split, HAS_PARTIAL=partial is not None, STORE_X=x_out is not None,
                           HAS_BIAS=bias is not None, GLU=glu, BLOCK_N=cfg.block_n,
-                          BLOCK_K=triton.next_power_of_2(k), num_warps=cfg.warps, **launch_args(pdl),
-                          **pf.kernel_args(*prefetch, fallback=weight))
-
-
-def rms_gemv_programs(rows: int, cfg: GemvConfig) -> int:
-    return triton.cdiv(rows, cfg.block_n)
+                          BLOCK_K=triton.next_power_of_2(k), num_warps=cfg.warps, **launch_args(pdl))
 
 
 def attend(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
@@ -291,19 +267,14 @@ def gemv_residual(x: torch.Tensor, weight: torch.Tensor, res: torch.Tensor, out:
 
 
 def gemv_split(x: torch.Tensor, weight: torch.Tensor, partial: torch.Tensor, cfg: GemvConfig,
-               pdl: bool = False, prefetch: Prefetch = (None, None)) -> None:
+               pdl: bool = False) -> None:
     """partial [split, rows] float32 partial products of weight @ x."""
     rows, k = weight.shape
     split = partial.shape[0]
     per_split = triton.cdiv(triton.cdiv(k, split), cfg.block_k) * cfg.block_k
     gemv_split_kernel[(triton.cdiv(rows, cfg.block_n), split)](x, weight, partial, rows, k, per_split,
                                                                BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-                                                               num_warps=cfg.warps, **launch_args(pdl),
-                                                               **pf.kernel_args(*prefetch, fallback=weight))
-
-
-def gemv_split_programs(rows: int, cfg: GemvConfig, split: int) -> int:
-    return triton.cdiv(rows, cfg.block_n) * split
+                                                               num_warps=cfg.warps, **launch_args(pdl))
 
 
 def supports(heads: int, kv_heads: int, head_dim: int) -> bool:
@@ -335,8 +306,6 @@ class TritonDecoder:
         self.config = config or DecodeKernelConfig()
         first = layers[0]
         self.pdl = pdl_available(first.w_o.device)
-        self.prefetch = pf.prefetch_available(first.w_o.device)
-        self._plans: dict[DecodeKernelConfig, list[dict[str, Prefetch]]] = {}
         hidden, inner = first.w_o.shape[0], first.w_down.shape[1]
         def new(*shape, dtype=first.w_o.dtype):
             return torch.zeros(*shape, dtype=dtype, device=first.w_o.device)
@@ -354,43 +323,14 @@ class TritonDecoder:
         [layers, 1, kv_heads, max_len, head_dim]. Launches 5 kernels per layer and one for the head."""
         cfg = self.config
         pdl = self.pdl if cfg.pdl is None else cfg.pdl
-        plan = self.prefetch_plan()
         partial = None  # layer 0's input is the embedded row itself
         for i, w in enumerate(self.layers):
-            rms_gemv(self.x, partial, self.residual, w.ln1, w.eps, w.w_qkv, w.b_qkv, self.qkv, cfg.qkv, pdl=pdl,
-                     prefetch=plan[i]["qkv"])
+            rms_gemv(self.x, partial, self.residual, w.ln1, w.eps, w.w_qkv, w.b_qkv, self.qkv, cfg.qkv, pdl=pdl)
             attend(self.qkv, cos, sin, position, k_cache[i, 0], v_cache[i, 0], self.attn, self.heads,
                    self.kv_heads, cfg.block_l, cfg.attend_warps, pdl=pdl)
             gemv_residual(self.attn, w.w_o, self.residual, self.x, cfg.out, pdl=pdl)
-            rms_gemv(self.x, None, None, w.ln2, w.eps, w.w_gate_up, None, self.act, cfg.gate_up, glu=True, pdl=pdl,
-                     prefetch=plan[i]["gate_up"])
+            rms_gemv(self.x, None, None, w.ln2, w.eps, w.w_gate_up, None, self.act, cfg.gate_up, glu=True, pdl=pdl)
             gemv_split(self.act, w.w_down, self.partial, cfg.down, pdl=pdl)
             partial = self.partial
         rms_gemv(self.x, partial, None, self.final_norm, self.final_eps, self.head_weight, self.head_bias, logits,
-                 cfg.logits, pdl=pdl, prefetch=plan[-1]["logits"])
-
-    def prefetch_plan(self) -> list[dict[str, Prefetch]]:
-        """Per layer, the weights its q/k/v and gate/up kernels prefetch into L2 (the last entry also holds the
-        logits kernel's: layer 0's attention weights for the next step); all empty where prefetch is off."""
-        cfg = self.config
-        if cfg not in self._plans:
-            on = self.prefetch if cfg.prefetch is None else cfg.prefetch
-            n = len(self.layers)
-            gate_up_rows = self.layers[0].w_gate_up.shape[0] // 2
-            programs = {"qkv": rms_gemv_programs(self.layers[0].w_qkv.shape[0], cfg.qkv),
-                        "gate_up": rms_gemv_programs(gate_up_rows, cfg.gate_up),
-                        "logits": rms_gemv_programs(self.head_weight.shape[0], cfg.logits)}
-            def ranges(kernel: str, *tensors: torch.Tensor) -> Prefetch:
-                planned = [PrefetchRange.plan(t, programs[kernel], cfg.prefetch_chunk) if on else None
-                           for t in tensors] + [None]
-                return planned[0], planned[1]
-            plan = []
-            for i, w in enumerate(self.layers):
-                after = self.layers[(i + 1) % n]
-                plan.append({"qkv": ranges("qkv", w.w_gate_up, w.w_down),
-                             # the last layer's gate/up kernel: the head, then layer 0 from the logits kernel
-                             "gate_up": ranges("gate_up", after.w_qkv, after.w_o) if i + 1 < n
-                             else ranges("gate_up", self.head_weight),
-                             "logits": ranges("logits", after.w_qkv, after.w_o)})
-            self._plans[cfg] = plan
-        return self._plans[cfg]
+                 cfg.logits, pdl=pdl)
