@@ -124,45 +124,15 @@ def test_only_supported_blocks_are_switched_after_a_trial_run_cpu():
 
 
 @interpreted
-@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.SMALL_TILES, fk.FUSED_ATTENTION_TILES],
-                         ids=["tuned", "small", "fused-attention"])
+@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.SMALL_TILES], ids=["tuned", "small"])
 def test_every_tile_set_matches_the_module_float32_cpu(tiles):
-    """70 frames (the fused kernel's 64-row query and key blocks end part-way), a padded batch row, chunks."""
+    """70 frames (64-row attention blocks end part-way), a padded batch row, chunks."""
     block = _block(64, 2, 32)
     x, allowed = _inputs(2, 70, 64, 10, 25, "cpu", torch.float32)
     with torch.no_grad():
         ref = block(x, allowed)
         ours = fk.transformer_block_forward(block, x, allowed, tiles=tiles)
     assert float((ours - ref).abs().max()) <= 1e-5 * float((ref - x).abs().max())
-
-
-@interpreted
-def test_fused_attention_float16_equals_the_two_kernels_cpu():
-    """The fused LN + q/k/v + attention kernel rounds where the q/k/v product and the attention kernel do: in
-    float16 its block output is within one float16 step of the five-kernel form; a fully masked first key block
-    (keys 0..65 off) starts its online softmax from nothing as the attention kernel's does."""
-    block = _block(64, 2, 32, dtype=torch.float16)
-    x, allowed = _inputs(2, 70, 64, 10, 25, "cpu", torch.float16)
-    masked = allowed.clone()
-    masked[:, :, :66] = False
-    with torch.no_grad():
-        for mask in (allowed, masked):
-            two = fk.transformer_block_forward(block, x, mask).float()
-            one = fk.transformer_block_forward(block, x, mask, tiles=fk.FUSED_ATTENTION_TILES).float()
-            scale = float((two - x.float()).abs().max())
-            assert float((one - two).abs().max()) <= 2e-3 * scale
-            assert torch.isfinite(one).all()
-
-
-@interpreted
-def test_fused_attention_is_tried_first_only_when_asked(monkeypatch):
-    fused = _block(64, 2, 32, dtype=torch.float16)
-    assert fk.use_flow_kernels(torch.nn.ModuleList([fused]), frames=40) == 1
-    assert fused.tiles == fk.TUNED_TILES  # default: the five kernels
-    monkeypatch.setenv("COSYDESK_FLOW_FUSED_ATTENTION", "1")
-    other = _block(64, 2, 32, dtype=torch.float16)
-    assert fk.use_flow_kernels(torch.nn.ModuleList([other]), frames=40) == 1
-    assert other.tiles == fk.FUSED_ATTENTION_TILES
 
 
 @interpreted
@@ -199,8 +169,7 @@ def test_full_size_block_on_the_gpu():
     """The released width (256, 8 heads of 64), float16, chunked attention, 128 and 96 frames (half the
     buckets are not multiples of the 64-row tiles)."""
     for frames in (128, 96):
-        for tiles in (fk.TUNED_TILES, fk.FUSED_ATTENTION_TILES):
-            _compare_float16(256, 8, 64, frames, "cuda", tiles)
+        _compare_float16(256, 8, 64, frames, "cuda", fk.TUNED_TILES)
     block = _block(256, 8, 64, device="cuda", dtype=torch.float16)
     assert fk.use_flow_kernels(torch.nn.ModuleList([block])) == 1
 
@@ -218,9 +187,8 @@ def test_flow_kernels_default_on_cuda_only(monkeypatch):
 
 @cuda
 @pytest.mark.gpu
-@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.FUSED_ATTENTION_TILES], ids=["five", "fused-attention"])
-def test_programmatic_dependent_launch_changes_nothing_on_the_gpu(tiles):
-    """Four blocks chained (20 or 16 kernels, each launched before the previous one ended) in a CUDA graph, as
+def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
+    """Four blocks chained (20 kernels, each launched before the previous one ended) in a CUDA graph, as
     the estimator runs them: bit-identical to plain launches, over inputs that change between replays."""
     from cosydesk.runtime.cudagraph.pdl import pdl_available
 
@@ -237,7 +205,7 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu(tiles):
         def body():
             h = static_in
             for block in blocks:
-                h = fk.transformer_block_forward(block, h, allowed, pdl, tiles)
+                h = fk.transformer_block_forward(block, h, allowed, pdl)
             return h
 
         body()  # compile outside the capture
@@ -253,6 +221,5 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu(tiles):
     assert torch.equal(results[0], results[1])
     from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
 
-    kernels = (fk.ln_linear_kernel, fk.linear_residual_kernel,
-               fk.masked_attention_kernel if tiles.ln_attention is None else fk.ln_attention_kernel)
+    kernels = (fk.ln_linear_kernel, fk.linear_residual_kernel, fk.masked_attention_kernel)
     assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

@@ -18,8 +18,9 @@ weights cast to float16 for the value product as flash attention does. On by def
 Measured on the H200 (probe 13, f48a292, before the tuned tiles): 886 -> 550 kernels and 2.72 -> 2.57 ms per CFM
 step at bucket 128; solve output within 5e-4 (relative) of the compiled blocks; with the tuned tiles 2.39 ms
 (probe 16). Where a GPU has it, the kernels launch with programmatic dependent launch (``pdl.py``).
-``ln_attention_kernel`` does steps 1 and 2 in one kernel (q/k/v projected per head on the fly); it is tested
-on the CPU but not yet timed on a GPU, so it is only tried with ``COSYDESK_FLOW_FUSED_ATTENTION=1``.
+Steps 1 and 2 as one kernel (q/k/v projected per head on the fly inside the attention) was tried and dropped:
+every query block recomputes the key rows' k/v, and on the H200 (probe 22) the block took 25.6-31 us at 128
+frames and 37.6-47 us at 256 against 23.6 / 30.4 us as five kernels (CFM step 1.94 -> 2.30 ms).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import triton.language as tl
 
 from cosydesk.model.unet import BasicTransformerBlock
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import env_switch
 from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
 from cosydesk.runtime.cudagraph.variants import first_working
 
@@ -154,47 +154,6 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
     _store_head(out_ptr + (batch * T + queries)[:, None] * inner + head * D, acc, l_i, qmask, q.dtype, D)
 
 
-@triton.jit
-def ln_attention_kernel(x_ptr, ln_w_ptr, ln_b_ptr, w_ptr, allowed_ptr, out_ptr, T, eps, stride_ab, stride_aq,
-                        stride_ak, scale, K: tl.constexpr, HEADS: tl.constexpr, D: tl.constexpr,
-                        BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
-    """``ln_linear`` (q/k/v) and ``masked_attention`` in one kernel: one (query block, batch x head) normalises
-    its query rows and projects them to q, then for every key block normalises those rows and projects them to
-    this head's k and v on the fly (no q/k/v buffer, one launch fewer per block), and attends as
-    ``masked_attention_kernel``. x rows [B*T, K] (K the width, a power of two), W_qkv [3*H*D, K]; out as
-    ``masked_attention_kernel``. Same rounding points as the two kernels (normed rows and q/k/v in x's dtype).
-    The price: every query block of a head recomputes the key rows' norm and k/v (T / BLOCK_Q times the k/v work,
-    2x at 128 frames, 9x at 576) - small products, but why it must be timed before it becomes the default."""
-    pdl_start(PDL)
-    batch = tl.program_id(1) // HEADS
-    head = tl.program_id(1) % HEADS
-    inner: tl.constexpr = HEADS * D
-    c = tl.arange(0, K)
-    d = tl.arange(0, D)
-    w_q = tl.load(w_ptr + (head * D + d)[None, :] * K + c[:, None])  # [K, D]
-    gamma = tl.load(ln_w_ptr + c).to(tl.float32)
-    beta = tl.load(ln_b_ptr + c).to(tl.float32)
-    pdl_wait(PDL)  # weights and norm parameters are constant: loaded before the input is awaited
-    queries = tl.program_id(0) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    qmask = queries < T
-    x = tl.load(x_ptr + (batch * T + queries)[:, None] * K + c[None, :], mask=qmask[:, None], other=0.0)
-    q = tl.dot(_layer_norm(x, gamma, beta, eps, K), w_q).to(x.dtype)
-    m_i, l_i, acc = _online_softmax_start(BLOCK_Q, D)
-    for k0 in range(0, T, BLOCK_K):
-        keys = k0 + tl.arange(0, BLOCK_K)
-        kmask = keys < T
-        xk = tl.load(x_ptr + (batch * T + keys)[:, None] * K + c[None, :], mask=kmask[:, None], other=0.0)
-        hk = _layer_norm(xk, gamma, beta, eps, K)
-        w_k = tl.load(w_ptr + (inner + head * D + d)[None, :] * K + c[:, None])
-        w_v = tl.load(w_ptr + (2 * inner + head * D + d)[None, :] * K + c[:, None])
-        k = tl.dot(hk, w_k).to(x.dtype)
-        v = tl.dot(hk, w_v).to(x.dtype)
-        ok = tl.load(allowed_ptr + batch * stride_ab + queries[:, None] * stride_aq + keys[None, :] * stride_ak,
-                     mask=qmask[:, None] & kmask[None, :], other=0)
-        m_i, l_i, acc = _online_softmax_step(q, k, v, ok, scale, m_i, l_i, acc)
-    _store_head(out_ptr + (batch * T + queries)[:, None] * inner + head * D, acc, l_i, qmask, x.dtype, D)
-
-
 @dataclass(frozen=True)
 class FlowTiles:
     """Launch tiles (block_m, block_n, warps) of ``ln_linear`` and ``linear_residual``. Defaults from an H200
@@ -203,16 +162,11 @@ class FlowTiles:
 
     ln_linear: tuple[int, int, int] = (32, 128, 4)
     linear_residual: tuple[int, int, int] = (64, 32, 8)
-    # (block_q, block_k, warps) of ``ln_attention_kernel``, which then replaces the q/k/v product and the
-    # attention kernel; None: the two kernels
-    ln_attention: tuple[int, int, int] | None = None
 
 
 TUNED_TILES = FlowTiles()
 # the tuned q/k/v tile needs ~80 KB of shared memory: GPUs with 64 KB per block (Turing: T4, RTX 20xx) take these
 SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4))
-# four kernels per block instead of five; not yet timed on a GPU, so only with COSYDESK_FLOW_FUSED_ATTENTION=1
-FUSED_ATTENTION_TILES = FlowTiles(ln_attention=(64, 64, 4))
 
 
 def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -261,24 +215,6 @@ def masked_attention(qkv: torch.Tensor, allowed: torch.Tensor, batch: int, frame
     return out
 
 
-def ln_attention(x: torch.Tensor, norm: torch.nn.LayerNorm, w_qkv: torch.Tensor, allowed: torch.Tensor, batch: int,
-                 frames: int, heads: int, head_dim: int, tile: tuple[int, int, int] = (64, 64, 4),
-                 pdl: bool = False) -> torch.Tensor:
-    """Attention of LN(x) (x rows [B*T, K] contiguous, K a power of two) with the fused bias-free q/k/v weight
-    [3*heads*head_dim, K], under allowed bool [B, T, T] -> [B*T, heads*head_dim]; ``tile``: block_q, block_k,
-    warps."""
-    if tuple(allowed.shape) != (batch, frames, frames):
-        raise ValueError(f"attention mask of shape {tuple(allowed.shape)}, expected {(batch, frames, frames)}")
-    out = torch.empty(batch * frames, heads * head_dim, device=x.device, dtype=x.dtype)
-    mask = allowed.view(torch.uint8) if allowed.dtype == torch.bool else allowed
-    block_q, block_k, warps = tile
-    grid = (triton.cdiv(frames, block_q), batch * heads)
-    ln_attention_kernel[grid](x, norm.weight, norm.bias, w_qkv, mask, out, frames, float(norm.eps), mask.stride(0),
-                              mask.stride(1), mask.stride(2), head_dim ** -0.5, K=x.shape[1], HEADS=heads, D=head_dim,
-                              BLOCK_Q=block_q, BLOCK_K=block_k, num_warps=warps, **launch_args(pdl))
-    return out
-
-
 def supports_block(block) -> bool:
     """Blocks the kernels take: fused bias-free q/k/v (``FusedSelfAttention``), power-of-two width and head
     size, contiguous float16/bfloat16 weights (in float32 ``tl.dot`` would run at TF32 precision on a GPU)."""
@@ -300,12 +236,8 @@ def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor, pdl
     attn, ff = block.attn1, block.ff
     lt, rt = tiles.ln_linear, tiles.linear_residual
     rows = x.reshape(batch * frames, width).contiguous()
-    if tiles.ln_attention is not None:
-        heads = ln_attention(rows, block.norm1, attn.w_qkv, allowed, batch, frames, attn.heads, attn.dim_head,
-                             tile=tiles.ln_attention, pdl=pdl)
-    else:
-        qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, tile=lt, pdl=pdl)
-        heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head, pdl=pdl)
+    qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, tile=lt, pdl=pdl)
+    heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head, pdl=pdl)
     rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, tile=rt, pdl=pdl)
     inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, tile=lt, pdl=pdl)
     rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, tile=rt, pdl=pdl)
@@ -337,8 +269,6 @@ def use_flow_kernels(root: torch.nn.Module, frames: int = 96) -> int:
     probe = blocks[0]
     pdl = pdl_available(probe.attn1.w_qkv.device)
     variants = [(pdl, TUNED_TILES), (False, TUNED_TILES), (False, SMALL_TILES)][0 if pdl else 1:]
-    if env_switch("COSYDESK_FLOW_FUSED_ATTENTION", False):
-        variants.insert(0, (pdl, FUSED_ATTENTION_TILES))
     chosen = first_working(variants, lambda pdl, tiles: _trial(probe, frames, pdl, tiles), "flow Triton kernels",
                            "the estimator keeps its compiled blocks")
     if chosen is None:
