@@ -570,6 +570,8 @@ def plot(report: dict, path: Path) -> None:
 def run_bench(args: argparse.Namespace, log=print) -> dict:
     import torch
 
+    from cosydesk.runtime.pipeline import first_chunk_shared_steps
+
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type != "cuda" and any(b != "eager-fp32" for b in backends):
@@ -621,6 +623,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         "sentences": len(texts) * args.runs,
         "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit, "soak": args.soak,
                      "sampler": args.sampler, "first_chunk": args.first_chunk,
+                     "first_chunk_shared_steps": first_chunk_shared_steps(),
                      "tokens_per_second": TOKENS_PER_SECOND, "chars_per_second": CHARS_PER_SECOND,
                      "prompt_tokens": PROMPT[master.version][0], "prompt_frames": PROMPT[master.version][1],
                      "zero_noise": True, "seed": args.seed,

@@ -9,9 +9,10 @@ call: nothing is left behind when the generator finishes, fails or is closed.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -99,12 +100,15 @@ def run_sentence(
     zero_noise: bool = False,
     on_thread: Callable[[threading.Thread], None] | None = None,
     first_chunk_alone: bool = False,
+    shared_steps: int | None = None,
 ) -> Iterator[ChunkResult]:
     """Synthesise one sentence; yields wave chunks (1-D tensors on the model's device) with timings.
 
     ``first_chunk_alone`` (streaming): once the first chunk's tokens exist, the LLM waits until that chunk's
     token2wav work has finished (on a GPU: its event), so the first chunk does not share the device with
-    decoding - first audio sooner; the LLM, far ahead of playback, resumes after it."""
+    decoding - first audio sooner; the LLM, far ahead of playback, resumes after it. With a graphed flow solver
+    the LLM resumes earlier, once only the chunk's last ``shared_steps`` CFM steps (and its vocoder) are left
+    (None: ``first_chunk_shared_steps()``), trading a little first-audio time for a shorter sentence."""
     cancel = cancel or threading.Event()
     stop = threading.Event()
     buffer = TokenBuffer()
@@ -113,6 +117,15 @@ def run_sentence(
     first_chunk_tokens = schedule.tokens_needed() if first_chunk_alone else None
     first_chunk_launched = threading.Event()  # set with first_chunk_done recorded (or when the sentence ends)
     first_chunk_done: list[torch.cuda.Event] = []
+    shared = first_chunk_shared_steps() if shared_steps is None else shared_steps
+
+    def release_llm() -> None:
+        """The producer may go on once the work launched so far on this stream has finished (its event)."""
+        if model.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+            first_chunk_done.append(event)
+        first_chunk_launched.set()
 
     # On a GPU the LLM runs on its own CUDA stream so its kernels overlap the vocoder's (tokens cross over as
     # host ints after the per-token sync, so no cross-stream tensor hazard exists).
@@ -156,14 +169,12 @@ def run_sentence(
                 raise SynthesisError("the model produced no speech for this sentence (it ended at once): try rephrasing")
             tokens = buffer.snapshot(call.end)
             timings = {"first_token": buffer.first_token_time or time.perf_counter(), "tokens_ready": time.perf_counter()}
-            with torch.inference_mode():
+            holding = first_chunk_alone and not first_chunk_launched.is_set()
+            early = release_during_flow(model, shared, release_llm) if holding else nullcontext()
+            with torch.inference_mode(), early:
                 pcm = state(tokens, call)
-            if first_chunk_alone and not first_chunk_launched.is_set():
-                if model.device.type == "cuda":  # launched, not finished: the producer waits for this event
-                    event = torch.cuda.Event()
-                    event.record()
-                    first_chunk_done.append(event)
-                first_chunk_launched.set()
+            if holding and not first_chunk_launched.is_set():
+                release_llm()
             timings.update(state_timings(state))
             yield ChunkResult(pcm=pcm, timings=timings, final=call.finalize)
             if call.finalize:
@@ -172,6 +183,38 @@ def run_sentence(
         stop.set()
         first_chunk_launched.set()
         producer.join()
+
+
+# CFM steps of a first chunk that run alongside the resumed LLM; measured on the H200 (see README)
+FIRST_CHUNK_SHARED_STEPS = 0
+
+
+def first_chunk_shared_steps() -> int:
+    """``COSYDESK_FIRST_CHUNK_SHARED_STEPS`` if set (an A/B switch), else ``FIRST_CHUNK_SHARED_STEPS``."""
+    value = os.environ.get("COSYDESK_FIRST_CHUNK_SHARED_STEPS", "").strip()
+    return int(value) if value.isdigit() else FIRST_CHUNK_SHARED_STEPS
+
+
+@contextmanager
+def release_during_flow(model, shared_steps: int, release: Callable[[], None]) -> Iterator[None]:
+    """While inside, a graphed flow solver (one with an ``after_step`` hook) calls ``release`` right after it
+    launches the step that leaves ``shared_steps`` steps to go; a solver without the hook, or 0 steps, leaves
+    the release to the caller (after the whole chunk)."""
+    solver = getattr(model.flow, "decoder", None)
+    if shared_steps <= 0 or not hasattr(solver, "after_step"):
+        yield
+        return
+    last_alone = max(0, solver.n_steps - shared_steps - 1)
+
+    def after_step(step: int) -> None:
+        if step == last_alone:
+            release()
+
+    solver.after_step = after_step
+    try:
+        yield
+    finally:
+        solver.after_step = None
 
 
 @functools.lru_cache(maxsize=None)

@@ -503,6 +503,65 @@ def test_first_chunk_alone_holds_the_llm_until_the_first_chunk_is_done(tiny_v2_m
     assert len(alone) == len(shared) and all(np.array_equal(a, b) for a, b in zip(alone, shared))
 
 
+def _graphed_flow_copy(cpu_model):
+    """A copy of the CPU model whose flow solver is a ``GraphedSampler`` (its steps run eagerly on the CPU)."""
+    import copy
+    import dataclasses
+
+    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+
+    flow = copy.deepcopy(cpu_model.flow)
+    flow.decoder = GraphedSampler(flow.decoder, [128, 256, 512], (False, True))
+    return dataclasses.replace(cpu_model, flow=flow)
+
+
+@pytest.mark.parametrize("shared", [0, 1, 3, 10, 12])
+def test_release_during_flow_fires_once_the_last_shared_steps_remain_cpu(tiny_v2_model, shared):
+    """The graphed solver calls the release right after launching the step that leaves ``shared`` steps (at
+    the latest after its first step); 0 leaves the release to the caller; the hook is removed afterwards."""
+    from cosydesk.runtime.pipeline import release_during_flow
+
+    model = _graphed_flow_copy(tiny_v2_model)
+    solver = model.flow.decoder
+    launched, released_at = [], []
+    real_set_time = solver._set_time
+    solver._set_time = lambda step: (launched.append(step), real_set_time(step))[1]
+    g = torch.Generator().manual_seed(0)
+    z, mu, cond = (torch.randn(1, 80, 100, generator=g) for _ in range(3))
+    with release_during_flow(model, shared, lambda: released_at.append(len(launched))):
+        solver(z, torch.ones(1, 1, 100), mu, torch.randn(1, 80, generator=g), cond, streaming=True)
+    assert len(launched) == solver.n_steps == 10
+    expected = [] if shared == 0 else [max(1, solver.n_steps - shared)]
+    assert released_at == expected
+    assert solver.after_step is None
+    plain = []  # a solver without the hook (the plain sampler): nothing released early
+    with release_during_flow(tiny_v2_model, 3, lambda: plain.append(1)):
+        pass
+    assert plain == [] and not hasattr(tiny_v2_model.flow.decoder, "after_step")
+
+
+def test_first_chunk_shared_steps_release_the_llm_from_the_solver_same_audio_cpu(tiny_v2_model, monkeypatch):
+    """With shared steps the held-back LLM is released from inside the first chunk's solve (once), and the
+    sentence's audio is the same as with the LLM held for the whole chunk; the A/B switch is read per sentence."""
+    from cosydesk.runtime import pipeline
+
+    model = _graphed_flow_copy(tiny_v2_model)
+    hooks = []
+    real = pipeline.release_during_flow
+
+    def spy(model_, shared, release):
+        return real(model_, shared, lambda: (hooks.append(shared), release()))
+
+    monkeypatch.setattr(pipeline, "release_during_flow", spy)
+    monkeypatch.setenv("COSYDESK_FIRST_CHUNK_SHARED_STEPS", "0")
+    held = _pipeline_sentence(model, first_chunk_alone=True)
+    assert hooks == [] and pipeline.first_chunk_shared_steps() == 0
+    monkeypatch.setenv("COSYDESK_FIRST_CHUNK_SHARED_STEPS", "3")
+    shared = _pipeline_sentence(model, first_chunk_alone=True)
+    assert hooks == [3]
+    assert len(held) == len(shared) and all(np.array_equal(a, b) for a, b in zip(held, shared))
+
+
 def test_pipeline_sentence_helper_streams_cpu(tiny_v2_model):
     chunks = _pipeline_sentence(tiny_v2_model)
     assert len(chunks) >= 2 and all(np.isfinite(c).all() for c in chunks)

@@ -11,6 +11,7 @@ The Euler state stays float32 and the CFG combine is done in float32; the estima
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -73,6 +74,9 @@ class GraphedSampler(nn.Module):
         self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
         self.eager_calls = 0
         self.capture_errors: list[str] = []
+        # called on the host with the step index right after each step is launched (not finished): the
+        # pipeline uses it to let the held-back LLM resume during a first chunk's last steps
+        self.after_step: Callable[[int], None] | None = None
         # The row estimator takes its time projections and attention mask from outside: they depend only on the
         # step's t (10 fixed values) and the request's mask, so they are computed once per step value at load
         # (the table) and once per request, not in every captured step (~24 small kernels per step).
@@ -150,4 +154,6 @@ class GraphedSampler(nn.Module):
                 graph.replay()
             else:
                 self._step(bucket, bool(streaming))
+            if self.after_step is not None:
+                self.after_step(step)
         return b["x"][:, :, :frames].to(self.dtype)
