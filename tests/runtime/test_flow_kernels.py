@@ -77,23 +77,9 @@ def _compare_float16(width, heads, head_dim, frames, device, tiles=fk.TUNED_TILE
 
 
 @interpreted
-@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.FOUR_KERNEL_TILES], ids=["five", "four"])
-def test_block_float16_is_as_accurate_as_the_float16_module_cpu(tiles):
+def test_block_float16_is_as_accurate_as_the_float16_module_cpu():
     for frames in (40, 70):
-        _compare_float16(64, 2, 32, frames, "cpu", tiles)
-
-
-@interpreted
-def test_four_kernel_block_float16_equals_the_five_kernel_block_cpu():
-    """Output projection + LayerNorm + first feed-forward product in one launch rounds where the two kernels do:
-    float16 block outputs equal (to a float16 step) over several column blocks (the first stores x)."""
-    block = _block(64, 2, 32, dtype=torch.float16)
-    x, allowed = _inputs(2, 70, 64, 10, 25, "cpu", torch.float16)
-    with torch.no_grad():
-        five = fk.transformer_block_forward(block, x, allowed).float()
-        four = fk.transformer_block_forward(block, x, allowed, tiles=fk.FlowTiles(residual_ln_linear=(16, 64, 4)))
-    scale = float((five - x.float()).abs().max())
-    assert float((four.float() - five).abs().max()) <= 1e-3 * scale
+        _compare_float16(64, 2, 32, frames, "cpu")
 
 
 @interpreted
@@ -138,9 +124,7 @@ def test_only_supported_blocks_are_switched_after_a_trial_run_cpu():
 
 
 @interpreted
-@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.SMALL_TILES, fk.FOUR_KERNEL_TILES,
-                                   fk.FlowTiles(residual_ln_linear=(16, 32, 2))],
-                         ids=["tuned", "small", "four-kernels", "four-kernels-small"])
+@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.SMALL_TILES], ids=["tuned", "small"])
 def test_every_tile_set_matches_the_module_float32_cpu(tiles):
     """70 frames (64-row attention blocks end part-way), a padded batch row, chunks."""
     block = _block(64, 2, 32)
@@ -185,8 +169,7 @@ def test_full_size_block_on_the_gpu():
     """The released width (256, 8 heads of 64), float16, chunked attention, 128 and 96 frames (half the
     buckets are not multiples of the 64-row tiles)."""
     for frames in (128, 96):
-        for tiles in (fk.TUNED_TILES, fk.FOUR_KERNEL_TILES):
-            _compare_float16(256, 8, 64, frames, "cuda", tiles)
+        _compare_float16(256, 8, 64, frames, "cuda", fk.TUNED_TILES)
     block = _block(256, 8, 64, device="cuda", dtype=torch.float16)
     assert fk.use_flow_kernels(torch.nn.ModuleList([block])) == 1
 
@@ -204,9 +187,8 @@ def test_flow_kernels_default_on_cuda_only(monkeypatch):
 
 @cuda
 @pytest.mark.gpu
-@pytest.mark.parametrize("tiles", [fk.TUNED_TILES, fk.FOUR_KERNEL_TILES], ids=["five", "four"])
-def test_programmatic_dependent_launch_changes_nothing_on_the_gpu(tiles):
-    """Four blocks chained (20 or 16 kernels, each launched before the previous one ended) in a CUDA graph, as
+def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
+    """Four blocks chained (20 kernels, each launched before the previous one ended) in a CUDA graph, as
     the estimator runs them: bit-identical to plain launches, over inputs that change between replays."""
     from cosydesk.runtime.cudagraph.pdl import pdl_available
 
@@ -223,7 +205,7 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu(tiles):
         def body():
             h = static_in
             for block in blocks:
-                h = fk.transformer_block_forward(block, h, allowed, pdl, tiles)
+                h = fk.transformer_block_forward(block, h, allowed, pdl)
             return h
 
         body()  # compile outside the capture
@@ -239,6 +221,5 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu(tiles):
     assert torch.equal(results[0], results[1])
     from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
 
-    kernels = (fk.ln_linear_kernel, fk.masked_attention_kernel,
-               fk.linear_residual_kernel if tiles.residual_ln_linear is None else fk.residual_ln_linear_kernel)
+    kernels = (fk.ln_linear_kernel, fk.linear_residual_kernel, fk.masked_attention_kernel)
     assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

@@ -96,46 +96,6 @@ def linear_residual_kernel(a_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, M, N, K, HA
 
 
 @triton.jit
-def residual_ln_linear_kernel(a_ptr, wo_ptr, bo_ptr, res_ptr, x_out_ptr, ln_w_ptr, ln_b_ptr, w_ptr, bias_ptr, out_ptr,
-                              M, N, KA, eps, C: tl.constexpr, GELU: tl.constexpr, BLOCK_M: tl.constexpr,
-                              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
-    """``linear_residual`` then ``ln_linear`` in one launch: x = res + (a[M, KA] @ Wo[C, KA]^T + bo) for this
-    program's rows (whole rows of width C, so the LayerNorm needs no other program), stored by the first
-    column block, then out = LN(x) @ W[N, C]^T + bias (GELU) for this program's BLOCK_N columns. Every column
-    block recomputes its rows' output projection: redundant L2 reads instead of a launch. Same rounding points
-    as the two kernels."""
-    pdl_start(PDL)
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    c = tl.arange(0, C)
-    rmask = rows[:, None] < M
-    w = tl.load(w_ptr + cols[None, :] * C + c[:, None], mask=cols[None, :] < N, other=0.0)  # [C, BLOCK_N]
-    gamma = tl.load(ln_w_ptr + c).to(tl.float32)
-    beta = tl.load(ln_b_ptr + c).to(tl.float32)
-    bo = tl.load(bo_ptr + c).to(tl.float32)
-    pdl_wait(PDL)  # constants above; the projection's loop loads weights and input together
-    kk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros([BLOCK_M, C], dtype=tl.float32)
-    for k0 in range(0, KA, BLOCK_K):
-        ks = k0 + kk
-        wo = tl.load(wo_ptr + c[None, :] * KA + ks[:, None], mask=ks[:, None] < KA, other=0.0)  # [BLOCK_K, C]
-        a = tl.load(a_ptr + rows[:, None] * KA + ks[None, :], mask=rmask & (ks[None, :] < KA), other=0.0)
-        acc = tl.dot(a, wo, acc)
-    acc += bo[None, :]
-    res = tl.load(res_ptr + rows[:, None] * C + c[None, :], mask=rmask, other=0.0)
-    x = (res.to(tl.float32) + acc.to(res.dtype).to(tl.float32)).to(res.dtype)
-    if tl.program_id(1) == 0:
-        tl.store(x_out_ptr + rows[:, None] * C + c[None, :], x, mask=rmask)
-    y = tl.dot(_layer_norm(x, gamma, beta, eps, C), w)
-    y += tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
-    y = y.to(res.dtype)
-    if GELU:
-        yf = y.to(tl.float32)
-        y = (0.5 * yf * (1.0 + tl.math.erf(yf * 0.7071067811865476))).to(res.dtype)
-    tl.store(out_ptr + rows[:, None] * N + cols[None, :], y, mask=rmask & (cols[None, :] < N))
-
-
-@triton.jit
 def _online_softmax_start(BLOCK_Q: tl.constexpr, D: tl.constexpr):
     """Running max (-inf), sum and output (zeros) of flash attention for BLOCK_Q query rows."""
     return (tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf"), tl.zeros([BLOCK_Q], dtype=tl.float32),
@@ -202,16 +162,11 @@ class FlowTiles:
 
     ln_linear: tuple[int, int, int] = (32, 128, 4)
     linear_residual: tuple[int, int, int] = (64, 32, 8)
-    # (block_m, block_n, warps) of ``residual_ln_linear_kernel``, which then does the output projection and the
-    # first feed-forward product in one launch (four kernels per block); None: two kernels
-    residual_ln_linear: tuple[int, int, int] | None = None
 
 
 TUNED_TILES = FlowTiles()
 # the tuned q/k/v tile needs ~80 KB of shared memory: GPUs with 64 KB per block (Turing: T4, RTX 20xx) take these
 SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4))
-# four kernels per block (output projection + first feed-forward product in one launch); not yet timed
-FOUR_KERNEL_TILES = FlowTiles(residual_ln_linear=(32, 128, 4))
 
 
 def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -244,24 +199,6 @@ def linear_residual(a: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
                                  HAS_BIAS=bias is not None, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
                                  num_warps=warps, **launch_args(pdl))
     return out
-
-
-def residual_ln_linear(a: torch.Tensor, out_proj: torch.nn.Linear, res: torch.Tensor, norm: torch.nn.LayerNorm,
-                       linear: torch.nn.Linear, gelu: bool = True, tile: tuple[int, int, int] = (32, 128, 4),
-                       block_k: int = 64, pdl: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """(x, y): x = res + out_proj(a), y = GELU(linear(norm(x))), for a [M, KA], res [M, C] contiguous (C a power
-    of two, both linears with a bias); ``tile``: block_m, block_n, warps of the second product."""
-    m, ka = a.shape
-    c = res.shape[1]
-    n = linear.weight.shape[0]
-    x = torch.empty_like(res)
-    out = torch.empty(m, n, device=a.device, dtype=a.dtype)
-    block_m, block_n, warps = tile
-    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
-    residual_ln_linear_kernel[grid](a, out_proj.weight, out_proj.bias, res, x, norm.weight, norm.bias, linear.weight,
-                                    linear.bias, out, m, n, ka, float(norm.eps), C=c, GELU=gelu, BLOCK_M=block_m,
-                                    BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, **launch_args(pdl))
-    return x, out
 
 
 def masked_attention(qkv: torch.Tensor, allowed: torch.Tensor, batch: int, frames: int, heads: int,
@@ -301,13 +238,8 @@ def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor, pdl
     rows = x.reshape(batch * frames, width).contiguous()
     qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, tile=lt, pdl=pdl)
     heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head, pdl=pdl)
-    if tiles.residual_ln_linear is not None and attn.to_out[0].bias is not None and ff.net[0].proj.bias is not None:
-        rows, inner = residual_ln_linear(heads, attn.to_out[0], rows, block.norm3, ff.net[0].proj,
-                                         tile=tiles.residual_ln_linear, pdl=pdl)
-    else:
-        rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, tile=rt, pdl=pdl)
-        inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, tile=lt,
-                          pdl=pdl)
+    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, tile=rt, pdl=pdl)
+    inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, tile=lt, pdl=pdl)
     rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, tile=rt, pdl=pdl)
     return rows.view(batch, frames, width)
 
