@@ -38,16 +38,6 @@ from cosydesk.runtime.cudagraph.variants import first_working
 
 
 @triton.jit
-def _layer_norm(x, gamma, beta, eps, K: tl.constexpr):
-    """LayerNorm of rows x [M, K] with float32 statistics and affine (gamma/beta float32), in x's dtype."""
-    xf = x.to(tl.float32)
-    mean = tl.sum(xf, 1) / K
-    centred = xf - mean[:, None]
-    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / K + eps)
-    return (centred * rstd[:, None] * gamma[None, :] + beta[None, :]).to(x.dtype)
-
-
-@triton.jit
 def ln_linear_kernel(x_ptr, ln_w_ptr, ln_b_ptr, w_ptr, bias_ptr, out_ptr, M, N, eps, K: tl.constexpr,
                      HAS_BIAS: tl.constexpr, GELU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      PDL: tl.constexpr):
@@ -61,7 +51,11 @@ def ln_linear_kernel(x_ptr, ln_w_ptr, ln_b_ptr, w_ptr, bias_ptr, out_ptr, M, N, 
     beta = tl.load(ln_b_ptr + k).to(tl.float32)
     pdl_wait(PDL)  # weights and norm parameters are constant: loaded before the input is awaited
     x = tl.load(x_ptr + rows[:, None] * K + k[None, :], mask=rows[:, None] < M, other=0.0)
-    h = _layer_norm(x, gamma, beta, eps, K)
+    xf = x.to(tl.float32)
+    mean = tl.sum(xf, 1) / K
+    centred = xf - mean[:, None]
+    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / K + eps)
+    h = (centred * rstd[:, None] * gamma[None, :] + beta[None, :]).to(x.dtype)
     acc = tl.dot(h, w)
     if HAS_BIAS:
         acc += tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
@@ -96,36 +90,6 @@ def linear_residual_kernel(a_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, M, N, K, HA
 
 
 @triton.jit
-def _online_softmax_start(BLOCK_Q: tl.constexpr, D: tl.constexpr):
-    """Running max (-inf), sum and output (zeros) of flash attention for BLOCK_Q query rows."""
-    return (tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf"), tl.zeros([BLOCK_Q], dtype=tl.float32),
-            tl.zeros([BLOCK_Q, D], dtype=tl.float32))
-
-
-@triton.jit
-def _store_head(row_ptrs, acc, l_i, qmask, dtype, D: tl.constexpr):
-    """The normalised attention output (rows with no allowed key at all stay zero) at ``row_ptrs`` [BLOCK_Q, 1]
-    + 0..D-1, in ``dtype``."""
-    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-    tl.store(row_ptrs + tl.arange(0, D)[None, :], out.to(dtype), mask=qmask[:, None])
-
-
-@triton.jit
-def _online_softmax_step(q, k, v, ok, scale, m_i, l_i, acc):
-    """One key block of flash attention: scores q k^T * scale where ``ok``, running max / sum / output updated
-    (float32); a row with no allowed key so far keeps max -inf and adds nothing."""
-    s = tl.dot(q, tl.trans(k)) * scale
-    s = tl.where(ok != 0, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-    p = tl.exp(s - m_safe[:, None])
-    alpha = tl.exp(m_i - m_safe)
-    l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-    return m_new, l_i, acc
-
-
-@triton.jit
 def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_aq, stride_ak, scale,
                             HEADS: tl.constexpr, D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
                             PDL: tl.constexpr):
@@ -141,7 +105,9 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
     qmask = queries < T
     q = tl.load(qkv_ptr + (batch * T + queries)[:, None] * (3 * inner) + head * D + d[None, :],
                 mask=qmask[:, None], other=0.0)
-    m_i, l_i, acc = _online_softmax_start(BLOCK_Q, D)
+    m_i = tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_Q, D], dtype=tl.float32)
     for k0 in range(0, T, BLOCK_K):
         keys = k0 + tl.arange(0, BLOCK_K)
         kmask = keys < T
@@ -150,8 +116,18 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
         v = tl.load(base + 2 * inner, mask=kmask[:, None], other=0.0)
         ok = tl.load(allowed_ptr + batch * stride_ab + queries[:, None] * stride_aq + keys[None, :] * stride_ak,
                      mask=qmask[:, None] & kmask[None, :], other=0)
-        m_i, l_i, acc = _online_softmax_step(q, k, v, ok, scale, m_i, l_i, acc)
-    _store_head(out_ptr + (batch * T + queries)[:, None] * inner + head * D, acc, l_i, qmask, q.dtype, D)
+        s = tl.dot(q, tl.trans(k)) * scale
+        s = tl.where(ok != 0, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no allowed key yet in this row
+        p = tl.exp(s - m_safe[:, None])
+        alpha = tl.exp(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + (batch * T + queries)[:, None] * inner + head * D + d[None, :], out.to(q.dtype),
+             mask=qmask[:, None])
 
 
 @dataclass(frozen=True)
