@@ -151,6 +151,50 @@ def test_a_gpu_short_of_shared_memory_gets_the_small_tiles(monkeypatch):
     assert type(fused) is fk.KernelTransformerBlock and fused.tiles == fk.SMALL_TILES and not fused.pdl
 
 
+@interpreted
+@pytest.mark.parametrize("k", [64, 512])
+def test_whole_k_product_matches_the_looped_one_cpu(k):
+    """70 rows (not a multiple of the 16-row tile: masked rows), 48 columns (a part-filled 32-column block),
+    with and without bias: the one-product kernel gives torch's and the looped kernel's result."""
+    g = torch.Generator().manual_seed(0)
+    a, w = torch.randn(70, k, generator=g), torch.randn(48, k, generator=g) * 0.1
+    b, res = torch.randn(48, generator=g), torch.randn(70, 48, generator=g)
+    assert fk.whole_k_tile(70, k, a) == (16, 32, 4)
+    for bias in (b, None):
+        ref = res + torch.nn.functional.linear(a, w, bias)
+        whole = fk.linear_residual(a, w, bias, res, whole_k=True)
+        loop = fk.linear_residual(a, w, bias, res, tile=(16, 16, 4), block_k=32)
+        assert torch.allclose(whole, ref, atol=1e-4, rtol=1e-4)
+        assert torch.allclose(whole, loop, atol=1e-4, rtol=1e-4)
+
+
+def test_whole_k_tiles_follow_the_rows_and_the_shared_memory(monkeypatch):
+    a = torch.zeros(1, dtype=torch.float16)
+    assert fk.whole_k_tile(256, 1024, a) == (16, 32, 4)  # bucket 128, CFG batch of 2
+    assert fk.whole_k_tile(512, 1024, a) == (32, 32, 8)
+    assert fk.whole_k_tile(4096, 512, a) == (64, 32, 8)
+    assert fk.whole_k_tile(256, 768, a) is None and fk.whole_k_tile(256, 2048, a) is None  # the loop serves those
+    monkeypatch.setattr(fk, "_shared_memory_limit", lambda device: 100 * 1024)  # a consumer GPU
+    assert fk.whole_k_tile(512, 1024, a) == (16, 32, 4)  # (16 + 32) x 1024 x 2 B fits, 32 rows would not
+    monkeypatch.setattr(fk, "_shared_memory_limit", lambda device: 64 * 1024)  # Turing
+    assert fk.whole_k_tile(256, 1024, a) is None
+    assert fk.whole_k_tile(256, 512, a) == (16, 32, 4)
+
+
+@interpreted
+def test_the_small_tiles_keep_the_looped_product_cpu(monkeypatch):
+    def refuse(*args):
+        raise AssertionError("whole-K form asked for with the small tiles")
+
+    monkeypatch.setattr(fk, "whole_k_tile", refuse)
+    block = _block(64, 2, 32)
+    x, allowed = _inputs(2, 40, 64, 0, 25, "cpu", torch.float32)
+    with torch.no_grad():
+        fk.transformer_block_forward(block, x, allowed, tiles=fk.SMALL_TILES)
+        with pytest.raises(AssertionError, match="whole-K form"):
+            fk.transformer_block_forward(block, x, allowed, tiles=fk.TUNED_TILES)
+
+
 def test_a_failing_kernel_leaves_the_blocks_alone(monkeypatch):
     def broken(*args):
         raise RuntimeError("no such kernel on this GPU")
@@ -171,6 +215,17 @@ def test_full_size_block_on_the_gpu():
         _compare_float16(256, 8, 64, frames, "cuda")
     block = _block(256, 8, 64, device="cuda", dtype=torch.float16)
     assert fk.use_flow_kernels(torch.nn.ModuleList([block])) == 1
+    # the whole-K products at the widths and row counts the buckets give, against the looped kernel
+    g = torch.Generator(device="cuda").manual_seed(4)
+    for rows, k in ((256, 512), (256, 1024), (512, 1024), (1024, 1024)):
+        assert fk.whole_k_tile(rows, k, block.attn1.w_qkv) is not None
+        a = torch.randn(rows, k, device="cuda", generator=g).half()
+        w = (torch.randn(256, k, device="cuda", generator=g) * 0.05).half()
+        b = torch.randn(256, device="cuda", generator=g).half()
+        res = torch.randn(rows, 256, device="cuda", generator=g).half()
+        whole = fk.linear_residual(a, w, b, res, whole_k=True).float()
+        loop = fk.linear_residual(a, w, b, res).float()
+        assert float((whole - loop).abs().max()) <= 1e-2 * float((loop - res.float()).abs().max())
 
 
 def test_flow_kernels_default_on_cuda_only(monkeypatch):
@@ -220,5 +275,5 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
     assert torch.equal(results[0], results[1])
     from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
 
-    kernels = (fk.ln_linear_kernel, fk.linear_residual_kernel, fk.masked_attention_kernel)
+    kernels = (fk.ln_linear_kernel, fk.linear_residual_whole_k_kernel, fk.masked_attention_kernel)
     assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

@@ -18,6 +18,9 @@ weights cast to float16 for the value product as flash attention does. On by def
 Measured on the H200 (probe 13, f48a292, before the tuned tiles): 886 -> 550 kernels and 2.72 -> 2.57 ms per CFM
 step at bucket 128; solve output within 5e-4 (relative) of the compiled blocks; with the tuned tiles 2.39 ms
 (probe 16). Where a GPU has it, the kernels launch with programmatic dependent launch (``pdl.py``).
+Steps 3 and 5 take their whole reduction (512 / 1,024) in one product, the weight columns loaded before the
+previous kernel is awaited, over ~128 programs of 32 columns instead of 32 looping ones (probe 32: CFM step
+1.93 -> 1.78 ms at bucket 128, 2.45 -> 2.05 ms at 256); GPUs without the shared memory for it keep the loop.
 Steps 1 and 2 as one kernel (q/k/v projected per head on the fly inside the attention) was tried and dropped:
 every query block recomputes the key rows' k/v, and on the H200 (probe 22) the block took 25.6-31 us at 128
 frames and 37.6-47 us at 256 against 23.6 / 30.4 us as five kernels (CFM step 1.94 -> 2.30 ms).
@@ -25,6 +28,7 @@ frames and 37.6-47 us at 256 against 23.6 / 30.4 us as five kernels (CFM step 1.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -90,6 +94,30 @@ def linear_residual_kernel(a_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, M, N, K, HA
 
 
 @triton.jit
+def linear_residual_whole_k_kernel(a_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, M, N, K: tl.constexpr,
+                                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                   PDL: tl.constexpr):
+    """``linear_residual_kernel`` with the whole reduction (K, a power of two) in one product: the program's
+    weight columns are loaded before the previous kernel is awaited, and many small programs share the work."""
+    pdl_start(PDL)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, K)
+    w = tl.load(w_ptr + cols[None, :] * K + ks[:, None], mask=cols[None, :] < N, other=0.0)  # [K, BLOCK_N]
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+    pdl_wait(PDL)  # weights and bias are constant: loaded before the input is awaited
+    a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=rows[:, None] < M, other=0.0)
+    acc = tl.dot(a, w)
+    if HAS_BIAS:
+        acc += bias[None, :]
+    omask = (rows[:, None] < M) & (cols[None, :] < N)
+    res = tl.load(res_ptr + rows[:, None] * N + cols[None, :], mask=omask, other=0.0)
+    y = (res.to(tl.float32) + acc.to(res.dtype).to(tl.float32)).to(res.dtype)
+    tl.store(out_ptr + rows[:, None] * N + cols[None, :], y, mask=omask)
+
+
+@triton.jit
 def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_aq, stride_ak, scale,
                             HEADS: tl.constexpr, D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
                             PDL: tl.constexpr):
@@ -134,15 +162,45 @@ def masked_attention_kernel(qkv_ptr, allowed_ptr, out_ptr, T, stride_ab, stride_
 class FlowTiles:
     """Launch tiles (block_m, block_n, warps) of ``ln_linear`` and ``linear_residual``. Defaults from an H200
     sweep at bucket 128 (256 rows, width 256; probe 13): q/k/v 5.8 -> 4.2 us with 32x128 tiles, the second
-    feed-forward product 5.9 -> 5.0 us with 64x32 tiles and 8 warps (attention: 64 / 4 warps was best already)."""
+    feed-forward product 5.9 -> 5.0 us with 64x32 tiles and 8 warps (attention: 64 / 4 warps was best already).
+    ``whole_k``: ``linear_residual`` takes its whole-reduction form where it fits (``whole_k_tile``; the looped
+    tile then serves only other widths)."""
 
     ln_linear: tuple[int, int, int] = (32, 128, 4)
     linear_residual: tuple[int, int, int] = (64, 32, 8)
+    whole_k: bool = True
 
 
 TUNED_TILES = FlowTiles()
 # the tuned q/k/v tile needs ~80 KB of shared memory: GPUs with 64 KB per block (Turing: T4, RTX 20xx) take these
-SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4))
+SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4), whole_k=False)
+WHOLE_K_COLUMNS = 32
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_memory_limit(device: torch.device) -> int:
+    """Bytes of shared memory one program may use on ``device`` (no limit in the CPU interpreter), less a
+    margin for what the compiler adds around the operands."""
+    if device.type != "cuda":
+        return 1 << 30
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"] - 16 * 1024
+
+
+def whole_k_tile(rows: int, k: int, a: torch.Tensor) -> tuple[int, int, int] | None:
+    """The (block_m, block_n, warps) of ``linear_residual_whole_k_kernel`` for ``rows`` x ``k`` inputs like ``a``,
+    or None where it does not apply (k not a power of two in 16..1024, or its operands would not fit in shared
+    memory). About 128 programs of 32 columns at the CFM buckets: H200, CFM step graph (probe 32), 256 rows
+    16 x 32 / 4 warps, 512 rows 32 x 32 / 8 warps were the fastest of 7 tiles; the step took 1.93 -> 1.78 ms
+    (bucket 128) and 2.45 -> 2.05 ms (bucket 256) against the looped kernel's tuned 64 x 32 tile."""
+    if k < 16 or k > 1024 or k & (k - 1):
+        return None
+    block_m = min(64, max(16, triton.next_power_of_2(rows) // 16))
+    while block_m >= 16 and (block_m + WHOLE_K_COLUMNS) * k * a.element_size() > _shared_memory_limit(a.device):
+        block_m //= 2
+    if block_m < 16:
+        return None
+    return block_m, WHOLE_K_COLUMNS, 4 if block_m == 16 else 8
 
 
 def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -164,11 +222,19 @@ def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, b
 
 def linear_residual(a: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, res: torch.Tensor,
                     tile: tuple[int, int, int] = TUNED_TILES.linear_residual, block_k: int = 64,
-                    pdl: bool = False) -> torch.Tensor:
-    """res + a @ weight.T + bias for a [M, K], res [M, N], both contiguous; ``tile``: block_m, block_n, warps."""
+                    pdl: bool = False, whole_k: bool = False) -> torch.Tensor:
+    """res + a @ weight.T + bias for a [M, K], res [M, N], both contiguous; ``tile``: block_m, block_n, warps of
+    the looped kernel; ``whole_k``: the one-product kernel where ``whole_k_tile`` allows it."""
     m, k = a.shape
     n = weight.shape[0]
     out = torch.empty_like(res)
+    whole = whole_k_tile(m, k, a) if whole_k else None
+    if whole is not None:
+        block_m, block_n, warps = whole
+        linear_residual_whole_k_kernel[(triton.cdiv(m, block_m), triton.cdiv(n, block_n))](
+            a, weight, bias if bias is not None else weight, res, out, m, n, K=k, HAS_BIAS=bias is not None,
+            BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **launch_args(pdl))
+        return out
     block_m, block_n, warps = tile
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     linear_residual_kernel[grid](a, weight, bias if bias is not None else weight, res, out, m, n, k,
@@ -214,9 +280,10 @@ def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor, pdl
     rows = x.reshape(batch * frames, width).contiguous()
     qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, tile=lt, pdl=pdl)
     heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head, pdl=pdl)
-    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, tile=rt, pdl=pdl)
+    rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, tile=rt, pdl=pdl,
+                           whole_k=tiles.whole_k)
     inner = ln_linear(rows, block.norm3, ff.net[0].proj.weight, ff.net[0].proj.bias, gelu=True, tile=lt, pdl=pdl)
-    rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, tile=rt, pdl=pdl)
+    rows = linear_residual(inner, ff.net[2].weight, ff.net[2].bias, rows, tile=rt, pdl=pdl, whole_k=tiles.whole_k)
     return rows.view(batch, frames, width)
 
 
