@@ -13,7 +13,7 @@ import triton.language as tl  # noqa: E402
 
 from cosydesk.model.unet import CausalConditionalDecoder, ConditionalDecoder, ConvNormMish, ResnetBlock1D  # noqa: E402
 from cosydesk.runtime.cudagraph import row_estimator as re_  # noqa: E402
-from cosydesk.runtime.cudagraph.conv_kernels import _mish, conv_rows, conv_taps  # noqa: E402
+from cosydesk.runtime.cudagraph.conv_kernels import ChannelTiles, _mish, conv_rows, conv_taps  # noqa: E402
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention  # noqa: E402
 from tests.conftest import cuda, interpreted  # noqa: E402
 
@@ -41,10 +41,12 @@ def _mask(batch: int, frames: int, padded: int) -> torch.Tensor:
 
 
 @interpreted
+@pytest.mark.parametrize("tile", [(16, 64, 4), ChannelTiles(16, 16, 4)], ids=["fused", "channel-tiled"])
 @pytest.mark.parametrize("frames,padded", [(37, 9), (16, 0)])
-def test_resnet_halves_match_the_module_cpu(frames, padded):
+def test_resnet_halves_match_the_module_cpu(frames, padded, tile):
     """Block 1 + time projection and block 2 + masked 1x1 residual conv, for a resnet whose input is wider than
-    its output (the up block's 2x width); 37 frames: not a multiple of the 16-frame tile; padded frames."""
+    its output (the up block's 2x width); 37 frames: not a multiple of the 16-frame tile; padded frames. Both
+    forms: one fused kernel per half, and the channel-tiled conv (2 channel tiles) + row-norm kernel."""
     torch.manual_seed(0)
     resnet = ResnetBlock1D(48, 32, 20, causal=True).eval()
     _randomise_norms(resnet)
@@ -56,9 +58,9 @@ def test_resnet_halves_match_the_module_cpu(frames, padded):
         add = resnet.mlp(time_emb)
         b1, b2 = resnet.block1.block, resnet.block2.block
         rows, rows_mask = _rows(x), mask.reshape(-1)
-        mid = conv_rows(rows, rows_mask, 2, conv_taps(b1[0].weight), b1[0].bias, norm=b1[2], add=add)
+        mid = conv_rows(rows, rows_mask, 2, conv_taps(b1[0].weight), b1[0].bias, norm=b1[2], add=add, tile=tile)
         ours = conv_rows(mid, rows_mask, 2, conv_taps(b2[0].weight), b2[0].bias, norm=b2[2],
-                         res=(rows, conv_taps(resnet.res_conv.weight), resnet.res_conv.bias))
+                         res=(rows, conv_taps(resnet.res_conv.weight), resnet.res_conv.bias), tile=tile)
     assert torch.allclose(ours, _rows(ref), atol=2e-5, rtol=1e-5), float((ours - _rows(ref)).abs().max())
 
 
@@ -82,6 +84,15 @@ def test_plain_causal_conv_and_masked_projection_cpu():
         wide = torch.nn.Conv1d(24, 40, 1)
         split = conv_rows(rows, rows_mask, 2, conv_taps(wide.weight), wide.bias, block_c=16)
         assert torch.allclose(split, _rows(wide(x * mask)), atol=1e-5)  # 3 programs, the last one partly masked
+        # the channel-tiled form: the same convs (40 channels in 16-channel tiles); the masked projection keeps
+        # the fused kernel
+        tiles = ChannelTiles(16, 16, 4)
+        ours = conv_rows(rows, rows_mask, 2, conv_taps(conv.weight), conv.bias, tile=tiles)
+        assert torch.allclose(ours, _rows(conv(x * mask)), atol=1e-5)
+        ours = conv_rows(rows, rows_mask, 2, conv_taps(wide.weight), wide.bias, tile=tiles)
+        assert torch.allclose(ours, _rows(wide(x * mask)), atol=1e-5)
+        ours = conv_rows(rows, rows_mask, 2, conv_taps(proj.weight), proj.bias, mask_out=True, tile=tiles)
+        assert torch.allclose(ours, _rows(proj(x * mask) * mask), atol=1e-5)
 
 
 def test_shapes_are_checked():
@@ -114,16 +125,21 @@ def _inputs(frames, padded, dtype=torch.float32, device="cpu", batch=2):
 
 
 @interpreted
+@pytest.mark.parametrize("tile", [None, ChannelTiles(16, 16, 4), re_.CHANNEL_TILES],
+                         ids=["chosen", "channel-tiled", "channel-tiled-default"])
 @pytest.mark.parametrize("streaming", [True, False])
-def test_row_estimator_matches_the_module_cpu(streaming):
+def test_row_estimator_matches_the_module_cpu(streaming, tile):
     """The whole estimator, switched by ``use_row_estimator`` (its trial run included), equals the module's
-    forward: chunked (streaming) and full attention, a padded batch row, 27 frames."""
+    forward: chunked (streaming) and full attention, a padded batch row, 27 frames; with the tile the trial chose
+    on this machine and with the channel-tiled form (chosen where PDL runs)."""
     est = _estimator()
     args = _inputs(27, 6)
     with torch.no_grad():
         ref = CausalConditionalDecoder.forward(est, *args, streaming=streaming)
         assert re_.use_row_estimator(est, frames=20)
         assert type(est) is re_.RowCausalDecoder
+        if tile is not None:
+            est.conv_tile = tile
         ours = est(*args, streaming=streaming)
     assert ours.shape == ref.shape
     assert torch.allclose(ours, ref, atol=2e-5, rtol=1e-5), float((ours - ref).abs().max())
@@ -176,11 +192,14 @@ def test_graphed_solver_with_precomputed_times_and_masks_matches_the_solver_cpu(
 
 
 @interpreted
-def test_row_estimator_float16_rounds_where_the_module_does_cpu():
+@pytest.mark.parametrize("channel_tiled", [False, True], ids=["chosen", "channel-tiled"])
+def test_row_estimator_float16_rounds_where_the_module_does_cpu(channel_tiled):
     """Float16 (where the rounding points matter; float32 hides them): batch 1 and 2, odd lengths, a padded
     row; the row form is as close to the float32 module as the float16 module is."""
     exact, half = _estimator(), _estimator(dtype=torch.float16)
     assert re_.use_row_estimator(half, frames=20)
+    if channel_tiled:
+        half.conv_tile = ChannelTiles(16, 16, 4)
     for batch, frames, padded in ((1, 7, 0), (2, 27, 6)):
         args = _inputs(frames, padded, batch=batch)
         with torch.no_grad():
@@ -305,6 +324,8 @@ def test_full_size_row_estimator_float16_in_a_graph():
         module = half(h(x), h(mask), h(mu), h(t), h(spks), h(cond), streaming=True).float()
         use_flow_kernels(half)
         assert re_.use_row_estimator(half)
+        if pdl_available(torch.device("cuda")):  # the channel-tiled form is tried first with PDL
+            assert half.conv_tile == re_.CHANNEL_TILES and half.pdl
         out = torch.empty(2, 80, frames, device="cuda")
         graph = torch.cuda.CUDAGraph()
         run = lambda: out.copy_(half(h(x), h(mask), h(mu), h(t), h(spks), h(cond), streaming=True))  # noqa: E731
@@ -327,3 +348,16 @@ def test_full_size_row_estimator_float16_in_a_graph():
             half.pdl = False
             plain = half(h(x), h(mask), h(mu), h(t), h(spks), h(cond), streaming=True).float()
             assert torch.equal(plain, with_pdl)
+
+
+@pytest.mark.parametrize("pdl", [True, False])
+def test_the_channel_tiled_form_is_tried_first_where_pdl_runs(monkeypatch, pdl):
+    """Its gain comes from loading weights before the PDL wait: with PDL it is the first variant, without PDL it
+    is not tried (the fused kernel with the tuned tile is)."""
+    est = _estimator()
+    tried = []
+    monkeypatch.setattr(re_, "pdl_available", lambda device: pdl)
+    monkeypatch.setattr(re_, "_trial", lambda est, frames, pdl, tile: tried.append((pdl, tile)))
+    assert re_.use_row_estimator(est, frames=20)
+    expected = (True, re_.CHANNEL_TILES) if pdl else (False, re_.TUNED_CONV_TILE)
+    assert tried == [expected] and (est.pdl, est.conv_tile) == expected

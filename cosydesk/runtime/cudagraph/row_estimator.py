@@ -21,7 +21,7 @@ from cosydesk.model.norms import Fp32LayerNorm
 from cosydesk.model.unet import (CausalConditionalDecoder, ConvNormMish, LeftPaddedConv1d, attention_allowed,
                                  sinusoidal_time_features)
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.conv_kernels import conv_rows, conv_taps
+from cosydesk.runtime.cudagraph.conv_kernels import ChannelTiles, conv_rows, conv_taps
 from cosydesk.runtime.cudagraph.fuse import GemmConv1d
 from cosydesk.runtime.cudagraph.pdl import pdl_available
 from cosydesk.runtime.cudagraph.variants import first_working
@@ -32,6 +32,9 @@ from cosydesk.runtime.cudagraph.variants import first_working
 # (16, 128, 8) within noise in the CFM step. The small tile fits GPUs with 64 KB of shared memory per block.
 TUNED_CONV_TILE = (16, 64, 4)
 SMALL_CONV_TILE = (16, 32, 4)
+# the channel-tiled form (``conv_kernels`` docstring), fastest of 6 shapes in the CFM step graph (probe 33);
+# tried first where PDL runs (its gain comes from loading the weights before the wait)
+CHANNEL_TILES = ChannelTiles(block_t=16, block_c=64, warps=4)
 
 
 def _causal_conv(conv) -> bool:
@@ -176,7 +179,8 @@ def use_row_estimator(estimator, frames: int = 96) -> bool:
         return False  # float32: tl.dot would run at TF32 precision; bfloat16: never validated
     _attach_weights(estimator)
     pdl = pdl_available(param.device)
-    variants = [(pdl, TUNED_CONV_TILE), (False, TUNED_CONV_TILE), (False, SMALL_CONV_TILE)][0 if pdl else 1:]
+    variants = [(True, CHANNEL_TILES), (True, TUNED_CONV_TILE)] if pdl else []
+    variants += [(False, TUNED_CONV_TILE), (False, SMALL_CONV_TILE)]
     chosen = first_working(variants, lambda pdl, tile: _trial(estimator, frames, pdl, tile), "estimator row kernels",
                            "the estimator keeps its module form")
     if chosen is None:
