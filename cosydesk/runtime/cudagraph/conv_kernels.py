@@ -52,6 +52,16 @@ def _mish(y):
 
 
 @triton.jit
+def _norm_mish(h, cmask, gamma, beta, eps, COUT: tl.constexpr, dtype: tl.constexpr):
+    """mish(LayerNorm(h)) over the COUT valid channels of float32 rows h, rounded where the module stores."""
+    mean = tl.sum(tl.where(cmask[None, :], h, 0.0), 1) / COUT
+    centred = tl.where(cmask[None, :], h - mean[:, None], 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / COUT + eps)
+    h = _round(centred * rstd[:, None] * gamma[None, :] + beta[None, :], dtype)
+    return _round(_mish(h), dtype)
+
+
+@triton.jit
 def conv_rows_kernel(x_ptr, mask_ptr, w_ptr, bias_ptr, ln_w_ptr, ln_b_ptr, add_ptr, add_stride, rx_ptr, rw_ptr,
                      rb_ptr, out_ptr, T, eps, CIN: tl.constexpr, CRES: tl.constexpr, COUT: tl.constexpr,
                      KS: tl.constexpr, NORM: tl.constexpr, HAS_ADD: tl.constexpr, HAS_RES: tl.constexpr,
@@ -88,13 +98,9 @@ def conv_rows_kernel(x_ptr, mask_ptr, w_ptr, bias_ptr, ln_w_ptr, ln_b_ptr, add_p
     tmask = t < T
     mrow = tl.load(mask_ptr + b * T + t, mask=tmask, other=0.0).to(tl.float32)
     if NORM:
-        mean = tl.sum(tl.where(cmask[None, :], h, 0.0), 1) / COUT
-        centred = tl.where(cmask[None, :], h - mean[:, None], 0.0)
-        rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / COUT + eps)
         gamma = tl.load(ln_w_ptr + c, mask=cmask, other=0.0).to(tl.float32)
         beta = tl.load(ln_b_ptr + c, mask=cmask, other=0.0).to(tl.float32)
-        h = _round(centred * rstd[:, None] * gamma[None, :] + beta[None, :], dtype)
-        h = _round(_mish(h), dtype)
+        h = _norm_mish(h, cmask, gamma, beta, eps, COUT, dtype)
     if MASK_OUT:
         h = _round(h * mrow[:, None], dtype)
     if HAS_ADD:
@@ -187,12 +193,7 @@ def norm_rows_kernel(h_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, add_ptr, add_stride, r
     dtype = out_ptr.dtype.element_ty
     h = tl.load(h_ptr + (b * T + t)[:, None] * COUT + c[None, :], mask=omask, other=0.0).to(tl.float32)
     mrow = tl.load(mask_ptr + b * T + t, mask=tmask, other=0.0).to(tl.float32)
-    mean = tl.sum(tl.where(cmask[None, :], h, 0.0), 1) / COUT
-    centred = tl.where(cmask[None, :], h - mean[:, None], 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / COUT + eps)
-    h = _round(centred * rstd[:, None] * gamma[None, :] + beta[None, :], dtype)
-    h = _round(_mish(h), dtype)
-    h = _round(h * mrow[:, None], dtype)
+    h = _round(_norm_mish(h, cmask, gamma, beta, eps, COUT, dtype) * mrow[:, None], dtype)
     if HAS_ADD:
         add = tl.load(add_ptr + b * add_stride + c, mask=cmask, other=0.0).to(tl.float32)
         h = _round(h + add[None, :], dtype)
