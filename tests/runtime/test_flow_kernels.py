@@ -181,6 +181,19 @@ def test_whole_k_tiles_follow_the_rows_and_the_shared_memory(monkeypatch):
     assert fk.whole_k_tile(256, 512, a) == (16, 32, 4)
 
 
+def test_ln_linear_tiles_follow_the_rows_and_the_shared_memory(monkeypatch):
+    x = torch.zeros(1, dtype=torch.float16)
+    tile = lambda rows, tiles=fk.TUNED_TILES: fk.ln_linear_tile(rows, 256, x, tiles)  # noqa: E731
+    assert tile(192) == tile(256) == (16, 256, 8)  # buckets 96 and 128 (the first chunk's), CFG batch of 2
+    assert tile(320) == (16, 128, 4)
+    assert tile(384) == tile(1024) == fk.TUNED_TILES.ln_linear
+    assert tile(256, fk.SMALL_TILES) == fk.SMALL_TILES.ln_linear
+    monkeypatch.setattr(fk, "_shared_memory_limit", lambda device: 100 * 1024)  # a consumer GPU
+    assert tile(256) == (16, 128, 4)  # (16 + 256) x 256 x 2 B does not fit, (16 + 128) x 256 x 2 B does
+    assert fk.ln_linear_tile(256, 512, x, fk.TUNED_TILES) == (16, 128, 4)  # wider rows halve block_n: 16 x 64
+    assert tile(384) == fk.TUNED_TILES.ln_linear
+
+
 @interpreted
 def test_the_small_tiles_keep_the_looped_product_cpu(monkeypatch):
     def refuse(*args):
@@ -209,9 +222,10 @@ def test_a_failing_kernel_leaves_the_blocks_alone(monkeypatch):
 @cuda
 @pytest.mark.gpu
 def test_full_size_block_on_the_gpu():
-    """The released width (256, 8 heads of 64), float16, chunked attention, 128 and 96 frames (half the
-    buckets are not multiples of the 64-row tiles)."""
-    for frames in (128, 96):
+    """The released width (256, 8 heads of 64), float16, chunked attention, at frame counts whose rows take each
+    ``ln_linear`` tile (96 and 128: 16 x 256, 160: 16 x 128, 256: the tuned one; half the buckets are not
+    multiples of the 64-row tiles)."""
+    for frames in (128, 96, 160, 256):
         _compare_float16(256, 8, 64, frames, "cuda")
     block = _block(256, 8, 64, device="cuda", dtype=torch.float16)
     assert fk.use_flow_kernels(torch.nn.ModuleList([block])) == 1

@@ -169,12 +169,18 @@ class FlowTiles:
     ln_linear: tuple[int, int, int] = (32, 128, 4)
     linear_residual: tuple[int, int, int] = (64, 32, 8)
     whole_k: bool = True
+    ln_linear_by_rows: bool = True  # ``ln_linear_tile``: narrower row tiles for few rows where they fit
 
 
 TUNED_TILES = FlowTiles()
 # the tuned q/k/v tile needs ~80 KB of shared memory: GPUs with 64 KB per block (Turing: T4, RTX 20xx) take these
-SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4), whole_k=False)
+SMALL_TILES = FlowTiles(ln_linear=(32, 64, 4), linear_residual=(32, 32, 4), whole_k=False, ln_linear_by_rows=False)
 WHOLE_K_COLUMNS = 32
+# ``ln_linear`` tiles for up to this many rows (2 x the flow bucket). H200, CFM step graph (probe 37, 7 tiles x 8
+# buckets): 16 x 256 / 8 warps took the step 1.47 -> 1.27 ms at bucket 96 and 1.47 -> 1.29 ms at 128 (the
+# first chunk's), 16 x 128 / 4 warps 1.63 -> 1.42 ms at 160; from 192 on the tuned 32 x 128 was within 3 % of
+# the best.
+LN_LINEAR_BY_ROWS = ((256, (16, 256, 8)), (320, (16, 128, 4)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -201,6 +207,19 @@ def whole_k_tile(rows: int, k: int, a: torch.Tensor) -> tuple[int, int, int] | N
     if block_m < 16:
         return None
     return block_m, WHOLE_K_COLUMNS, 4 if block_m == 16 else 8
+
+
+def ln_linear_tile(rows: int, k: int, x: torch.Tensor, tiles: FlowTiles) -> tuple[int, int, int]:
+    """The ``ln_linear`` tile for ``rows`` x ``k`` inputs like ``x``: ``LN_LINEAR_BY_ROWS`` where ``tiles`` asks for
+    it and the tile's operands fit in the GPU's shared memory (64-100 KB GPUs keep the tuned tile), else
+    ``tiles.ln_linear``."""
+    if tiles.ln_linear_by_rows:
+        for most_rows, tile in LN_LINEAR_BY_ROWS:
+            block_m, block_n, _ = tile
+            block_n = block_n // 2 if k > 256 else block_n  # as ``ln_linear`` narrows it
+            if rows <= most_rows and (block_m + block_n) * k * x.element_size() <= _shared_memory_limit(x.device):
+                return tile
+    return tiles.ln_linear
 
 
 def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -276,8 +295,8 @@ def transformer_block_forward(block, x: torch.Tensor, allowed: torch.Tensor, pdl
     ``pdl``: launched with programmatic dependent launch (``pdl.py``; same results)."""
     batch, frames, width = x.shape
     attn, ff = block.attn1, block.ff
-    lt, rt = tiles.ln_linear, tiles.linear_residual
     rows = x.reshape(batch * frames, width).contiguous()
+    lt, rt = ln_linear_tile(batch * frames, width, rows, tiles), tiles.linear_residual
     qkv = ln_linear(rows, block.norm1, attn.w_qkv, None, tile=lt, pdl=pdl)
     heads = masked_attention(qkv, allowed, batch, frames, attn.heads, attn.dim_head, pdl=pdl)
     rows = linear_residual(heads, attn.to_out[0].weight, attn.to_out[0].bias, rows, tile=rt, pdl=pdl,
