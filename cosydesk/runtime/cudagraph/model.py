@@ -7,7 +7,7 @@ estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``; v2
 time-major rows with its resnets as conv kernels (``row_estimator.py``), v1's other blocks are compiled
 (``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
 v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the flow encoder per token
-bucket (``GraphedEncoder``, its conformer layers compiled). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
+bucket (``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-from cosydesk.runtime.cudagraph.compile import (ENCODER_BLOCKS, ESTIMATOR_BLOCKS, compile_blocks, compile_enabled,
-                                               env_switch)
+from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled, env_switch
 from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
@@ -84,7 +83,6 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     # v2's encoder is captured per bucket (v1's is not causal, v3's flow has none)
     if type(getattr(flow, "encoder", None)).__name__ == "UpsampleConformerEncoder":
         tokens = max_frames // flow.encoder.up_stride
-        compile_blocks(flow.encoder, ENCODER_BLOCKS, model.device)  # before capture: the graphs hold fused kernels
         flow.encoder = GraphedEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)
     sampler = flow.decoder
