@@ -1,8 +1,9 @@
 """The v2 flow encoder (UpsampleConformerEncoder) as CUDA graphs: one per token bucket and attention mode.
 
 Why: eagerly the encoder is ~430 small kernels launched from Python, ~10 ms per flow call on the H200 (more
-while the LLM thread competes for the GIL); replayed from a graph it is ~1.3 ms. (Compiling its conformer layers with Inductor took a graph to ~0.8 ms on the
-H200, but capturing 4 of its 9 buckets then took 17.5 s with a cold compile cache, for ~1 ms per sentence: not done.)
+while the LLM thread competes for the GIL); replayed from a graph it is ~1.3 ms. (Compiling its conformer layers
+with Inductor took a graph to ~0.8 ms on the H200, but capturing 4 of its 9 buckets then took 17.5 s with a cold
+compile cache, for ~1 ms per sentence: not done.)
 
 ``GraphedEncoder`` replaces ``flow.encoder`` on the backend's own flow and keeps its call signature. A request
 of T tokens (+ up to 3 withheld look-ahead tokens) is written into the smallest bucket >= T + look-ahead, and
