@@ -322,8 +322,9 @@ def _cuda_sync_all(model):
 def kernel_paths(model) -> dict:
     """Which decode / estimator paths a backend model runs, so the JSON says what was measured: the LLM
     decode step as Triton kernels, a static graph of torch ops, or the plain module; the next id chosen by the
-    Triton selector, its compiled torch form on the device, or on the host; and how many of the estimator's
-    transformer blocks run the Triton flow kernels, and whether the estimator computes on rows (conv kernels)."""
+    Triton selector, its compiled torch form on the device, or on the host; how many of the estimator's
+    transformer blocks run the Triton flow kernels, whether the estimator computes on rows (conv kernels), and how
+    many padded graphs serve the vocoder's final chunks (``COSYDESK_FINAL_HIFT_GRAPHS``)."""
     llm = model.llm
     if getattr(llm, "triton_decoder", None) is not None:
         decode = "triton"
@@ -338,7 +339,9 @@ def kernel_paths(model) -> dict:
     else:
         select = "device torch" if hasattr(llm, "selector") else "host"
     rows = type(estimator).__name__ == "RowCausalDecoder"
-    return {"llm_decode": decode, "token_select": select, "flow_triton_blocks": blocks, "flow_row_estimator": rows}
+    final_hift = sum(isinstance(key, tuple) and key[:1] == ("padded",) for key in getattr(model.hift, "graphs", {}))
+    return {"llm_decode": decode, "token_select": select, "flow_triton_blocks": blocks, "flow_row_estimator": rows,
+            "hift_final_graphs": final_hift}
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,

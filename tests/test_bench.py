@@ -57,7 +57,7 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert m["rtf"] > 0 and m["fidelity"]["nan_count"] == 0
     assert m["stages"]["llm_ms_per_token"] > 0 and m["stages"]["llm_prefill_ms"] > 0
     assert m["kernels"] == {"llm_decode": "module", "token_select": "host", "flow_triton_blocks": 0,
-                            "flow_row_estimator": False}  # eager: the plain modules
+                            "flow_row_estimator": False, "hift_final_graphs": 0}  # eager: the plain modules
     assert set(m["fidelity"]) >= {"mel_rel_err", "snr_db", "nan_count"}
     assert m["soak"]["sentences"] == 2 and m["soak"]["nan_count"] == 0
     assert len(report["series"]["eager-fp32"]["soak_reserved_gb"]) == 2

@@ -153,20 +153,30 @@ def _periodic_hann(n_fft: int) -> torch.Tensor:
     return torch.hann_window(n_fft, periodic=True, dtype=torch.float64).float()
 
 
-def overlap_add_istft(spec: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor) -> torch.Tensor:
+def overlap_add_istft(spec: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor,
+                      frame_mask: torch.Tensor | None = None) -> torch.Tensor:
     """torch.istft(spec, n_fft, hop, n_fft, window, center=True) for spec [B, n_fft/2 + 1, F] -> [B, (F-1)*hop].
 
     Written with irfft + fold because torch.istft checks its window envelope with a host sync
     (not capturable in a CUDA graph). The Hann envelope is > 0 everywhere inside the kept span.
+    ``frame_mask`` [F] (1 for the first valid frames, 0 after; their spectrum must be zero): the envelope counts
+    only valid frames, so the samples of the valid frames are those of an istft of the valid frames alone
+    (and the samples past them are 0).
     """
     frames = torch.fft.irfft(spec, n=n_fft, dim=1) * window.view(1, -1, 1)  # [B, n_fft, F]
     num_frames = frames.shape[2]
     full = n_fft + hop * (num_frames - 1)
     fold = dict(output_size=(1, full), kernel_size=(1, n_fft), stride=(1, hop))
     signal = F.fold(frames, **fold).flatten(1)
-    envelope = F.fold((window * window).view(1, -1, 1).expand(1, n_fft, num_frames), **fold).flatten(1)
+    weights = (window * window).view(1, -1, 1).expand(1, n_fft, num_frames)
+    if frame_mask is not None:
+        weights = weights * frame_mask.view(1, 1, -1)
+    envelope = F.fold(weights, **fold).flatten(1)
     trim = n_fft // 2
-    return signal[:, trim: full - trim] / envelope[:, trim: full - trim]
+    envelope = envelope[:, trim: full - trim]
+    if frame_mask is not None:  # past the valid frames the envelope is 0 (and so is the signal): 0 out, not NaN
+        envelope = envelope.clamp_min(1e-12)
+    return signal[:, trim: full - trim] / envelope
 
 
 def _hift_kwargs(node) -> dict:
@@ -285,14 +295,17 @@ class _HiFTBase(nn.Module):
         spec = torch.view_as_real(spec)
         return torch.cat([spec[..., 0], spec[..., 1]], dim=1)
 
-    def _spectrum_to_wave(self, head: torch.Tensor) -> torch.Tensor:
-        """conv_post output [B, n_fft + 2, F] -> waveform [B, (F - 1) * hop] in float32."""
+    def _spectrum_to_wave(self, head: torch.Tensor, frame_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """conv_post output [B, n_fft + 2, F] -> waveform [B, (F - 1) * hop] in float32. ``frame_mask`` [F]: only
+        the first valid frames sound (``overlap_add_istft``)."""
         head = head.float()
         bins = self.n_fft // 2 + 1
         magnitude = torch.exp(head[:, :bins]).clamp(max=1e2)
+        if frame_mask is not None:
+            magnitude = magnitude * frame_mask
         phase = torch.sin(head[:, bins:])  # the official head takes sin() of the phase channels
         spec = torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase))
-        return overlap_add_istft(spec, self.n_fft, self.hop_len, self._window(head.device))
+        return overlap_add_istft(spec, self.n_fft, self.hop_len, self._window(head.device), frame_mask)
 
     def _fused_upsampling(self, x: torch.Tensor, source_spec: torch.Tensor) -> torch.Tensor:
         """The upsampling stack with the source STFT added at every stage; returns the conv_post output."""

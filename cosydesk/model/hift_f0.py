@@ -70,14 +70,18 @@ class ConvF0Predictor(nn.Module):
         return cls(in_channels=int(node.get("in_channels", 80)), cond_channels=int(node.get("cond_channels", 512)),
                    num_class=int(node.get("num_class", 1)))
 
-    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+    def forward(self, mel: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """f0 [B, T] in at least float32: a half-precision model still predicts pitch in float32, because
-        f0 feeds a phase accumulation (the official code never runs this vocoder in half precision)."""
+        f0 feeds a phase accumulation (the official code never runs this vocoder in half precision).
+        ``mask`` [T] (1 for valid frames, 0 past them): every conv's output is zeroed past the valid frames, so
+        they see the zero padding an unpadded mel of the valid length gets; the f0 there is not meaningful."""
         dtype = torch.promote_types(mel.dtype, torch.float32)
         x = mel.to(dtype)
         for conv in self.convs():
             bias = conv.bias.to(dtype) if conv.bias is not None else None
             x = F.elu(F.conv1d(x, weight_in_dtype(conv, dtype), bias, padding=conv.padding))
+            if mask is not None:
+                x = x * mask.to(dtype)
         return _linear_head(self.classifier, x, dtype)
 
 

@@ -1,9 +1,11 @@
 """HiFT (v2) as CUDA graphs for the chunk shapes streaming produces, eager float16 for anything else.
 
-The v2 vocoder is not causal (symmetric convolutions, centred STFT), so padding a mel to a bucket would change
-the last samples: graphs are captured for *exact* shapes instead. Streaming makes few of them: the first chunk
-has 2*(25+pad) frames and no source cache (pad 0..24 depends on the prompt length), later chunks 2*50+8 and
-2*100+8 frames with a 3840-sample source cache. The final chunk of a sentence has a free length and runs eager.
+The v2 vocoder is not causal (symmetric convolutions, centred STFT), so plain padding of a mel to a bucket would
+change the last samples: graphs are captured for *exact* shapes instead. Streaming makes few of them: the first
+chunk has 2*(25+pad) frames and no source cache (pad 0..24 depends on the prompt length), later chunks 2*50+8
+and 2*100+8 frames with a 3840-sample source cache. The final chunk of a sentence has a free length: eager, or
+with ``COSYDESK_FINAL_HIFT_GRAPHS=1`` a graph per mel bucket of the masked, padding-exact form
+(``hift_padded.py``; off by default until timed on a GPU: the eager final chunk is ~640 launches from Python).
 
 Weight norms are folded into plain weights and the Snake activations compiled (one fused kernel each).
 Random source draws are written in place into the graph's static draw buffers (no allocation per call);
@@ -16,8 +18,11 @@ import functools
 
 import torch
 
+from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS
+from cosydesk.runtime.cudagraph.buckets import copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compile_blocks
+from cosydesk.runtime.cudagraph.compile import compile_blocks, env_switch
+from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward
 from cosydesk.runtime.schedule import CausalChunkSchedule
 from cosydesk.runtime.token2wav import V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES
 
@@ -34,6 +39,31 @@ def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int =
             frames = (call.end - schedule.lookahead - call.token_offset) * V2_TOKEN_MEL_RATIO
             shapes.add((frames, 0) if index == 0 else (frames + V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES))
     return sorted(shapes)
+
+
+def final_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) -> list[tuple[int, int]]:
+    """(mel bucket, source-cache samples) serving every final v2 HiFT call: after a chunk (8 cached frames + 2 per
+    token past the last hop, a hop at most 100 tokens + 3 look-ahead) and as a sentence's only call (2 per token
+    before the first chunk fires). A bucket holds up to its size - 1 frames (``hift_padded``)."""
+    most = {V2_SOURCE_CACHE_SAMPLES: 0, 0: 0}
+    for prompt in range(max_prompt_tokens):
+        schedule = CausalChunkSchedule(prompt)
+        most[0] = max(most[0], (schedule.tokens_needed() - 1) * V2_TOKEN_MEL_RATIO)
+        for _ in range(calls_per_sentence):
+            call = schedule.next_call(available=10**6, done=False)
+            hop = call.end - schedule.lookahead - call.token_offset
+            most[V2_SOURCE_CACHE_SAMPLES] = max(most[V2_SOURCE_CACHE_SAMPLES],
+                                                V2_MEL_CACHE_FRAMES + (hop + schedule.lookahead) * V2_TOKEN_MEL_RATIO)
+    shapes = []
+    for cache, frames in most.items():
+        top = HIFT_MEL_BUCKETS.pick(frames + 1)
+        shapes += [(b, cache) for b in HIFT_MEL_BUCKETS.sizes if b <= top]
+    return sorted(shapes)
+
+
+def final_hift_graphs_wanted() -> bool:
+    """``COSYDESK_FINAL_HIFT_GRAPHS``: capture the final chunk's padded HiFT graphs (default off until timed)."""
+    return env_switch("COSYDESK_FINAL_HIFT_GRAPHS", False)
 
 
 def fold_weight_norms(module: torch.nn.Module) -> int:
@@ -64,12 +94,16 @@ def fold_weight_norms(module: torch.nn.Module) -> int:
 class GraphedHift:
     """Drop-in for ``HalfHift`` (float32 in/out around a float16 HiFTGenerator) with per-shape graphs."""
 
-    def __init__(self, half_hift, shapes: list[tuple[int, int]], pool=None, progress=None):
+    def __init__(self, half_hift, shapes: list[tuple[int, int]], pool=None, progress=None,
+                 final_shapes: list[tuple[int, int]] = ()):
+        """``shapes``: exact (frames, cache samples) of the streamed chunks; ``final_shapes``: (bucket, cache
+        samples) of padded graphs for any other length below a bucket (``final_hift_shapes``)."""
         self.half = half_hift
         self.hift = half_hift.hift
         param = next(self.hift.parameters())
         self.device, self.dtype = param.device, param.dtype
         self.bufs: dict[tuple[int, int], dict] = {}
+        self.padded: dict[tuple[int, int], dict] = {}
         self.eager_calls = 0
         # H200, first-chunk shape: 1,223 kernels, 3.3 ms per call, of which 77 weight-norm kernels (0.3 ms)
         # recomputing constant weights and 72 Snakes of 6 element-wise kernels each (0.5 ms)
@@ -79,8 +113,14 @@ class GraphedHift:
             mel = torch.zeros(1, 80, frames, device=self.device, dtype=self.dtype)
             self.bufs[(frames, cache)] = {"mel": mel, "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
                                           "draws": self.hift.zero_draws(mel)}
+        for bucket, cache in final_shapes:
+            mel = torch.zeros(1, 80, bucket, device=self.device, dtype=self.dtype)
+            self.padded[(bucket, cache)] = {"mel": mel, "valid": ValidFrames(bucket, self.device),
+                                            "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
+                                            "draws": self.hift.zero_draws(mel)}
         # warm-up outside capture builds the cuDNN / cuFFT plans
         jobs = [(key, functools.partial(self._body, key)) for key in self.bufs]
+        jobs += [(("padded",) + key, functools.partial(self._padded_body, key)) for key in self.padded]
         self.graphs = capture_graphs(jobs, self.device, pool, progress, "vocoder")
 
     def _body(self, key) -> None:
@@ -88,11 +128,43 @@ class GraphedHift:
         cache = b["cache"] if key[1] else None
         b["speech"], b["source"] = self.hift(b["mel"], b["draws"], cache)
 
+    def _padded_body(self, key) -> None:
+        b = self.padded[key]
+        b["speech"], b["source"] = padded_forward(self.hift, b["mel"], b["valid"], b["draws"],
+                                                  b["cache"] if key[1] else None)
+
+    def _padded_key(self, frames: int, cache_len: int) -> tuple[int, int] | None:
+        """The smallest padded graph for ``frames`` (one frame of room is needed) with this cache length."""
+        fits = [key for key in self.padded
+                if key[1] == cache_len and key[0] > frames and ("padded",) + key in self.graphs]
+        return min(fits) if fits else None
+
+    @staticmethod
+    def _draw(draws, zero_noise: bool) -> None:
+        if zero_noise:
+            draws.initial_phase.zero_()
+            draws.noise.zero_()
+        else:
+            draws.initial_phase.uniform_()  # v2 draws: phases uniform in [0, 1) cycles, Gaussian noise
+            draws.noise.normal_()
+
     @torch.inference_mode()
     def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
         cache_len = 0 if cache_source is None else cache_source.shape[2]
-        key = (mel.shape[2], cache_len)
+        frames = mel.shape[2]
+        key = (frames, cache_len)
         graph = self.graphs.get(key)
+        padded = None if graph is not None or kwargs else self._padded_key(frames, cache_len)
+        if padded is not None:  # a free-length (final) chunk below a padded graph's bucket
+            b = self.padded[padded]
+            copy_padded(b["mel"], mel)
+            b["valid"].frames.fill_(frames)
+            if cache_len:
+                b["cache"].copy_(cache_source)
+            self._draw(b["draws"], zero_noise)
+            self.graphs[("padded",) + padded].replay()
+            samples = frames * self.hift.samples_per_frame
+            return b["speech"][:, :samples].float(), b["source"][:, :, :samples].float()
         if graph is None or kwargs:  # a free-length final chunk, or explicit draws / generator
             self.eager_calls += 1
             return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise, **kwargs)
@@ -100,13 +172,7 @@ class GraphedHift:
         b["mel"].copy_(mel)
         if cache_len:
             b["cache"].copy_(cache_source)
-        draws = b["draws"]
-        if zero_noise:
-            draws.initial_phase.zero_()
-            draws.noise.zero_()
-        else:
-            draws.initial_phase.uniform_()  # v2 draws: phases uniform in [0, 1) cycles, Gaussian noise
-            draws.noise.normal_()
+        self._draw(b["draws"], zero_noise)
         graph.replay()
         return b["speech"].float(), b["source"].float()  # fresh float32 copies: the buffers are reused
 

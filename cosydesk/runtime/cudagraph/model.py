@@ -6,7 +6,8 @@ LLM is ``StaticTransformerLM`` (decode step compiled and captured; prefill eager
 estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``; v2's estimator computes on
 time-major rows with its resnets as conv kernels (``row_estimator.py``), v1's other blocks are compiled
 (``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
-v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the flow encoder per token
+v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``; the final chunk's padded
+form per bucket with ``COSYDESK_FINAL_HIFT_GRAPHS=1``) and the flow encoder per token
 bucket (``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
 """
 
@@ -25,7 +26,8 @@ from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled, env_switch
 from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
-from cosydesk.runtime.cudagraph.hift import GraphedHift, streaming_hift_shapes
+from cosydesk.runtime.cudagraph.hift import (GraphedHift, final_hift_graphs_wanted, final_hift_shapes,
+                                            streaming_hift_shapes)
 from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM, supports as static_v1_supports
 
@@ -104,6 +106,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     flow.decoder = graphed
     hift = model.hift
     if model.version == "v2":
-        hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress)
+        final = final_hift_shapes() if final_hift_graphs_wanted() else ()
+        hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress, final_shapes=final)
     torch.cuda.synchronize()
     return dataclasses.replace(model, llm=llm, flow=flow, hift=hift)
