@@ -51,6 +51,26 @@ def test_padded_vocoder_equals_the_unpadded_call_on_the_valid_samples_cpu(tiny_v
     assert not wave[:, samples:].any() and not source[:, :, samples:].any()  # silence past the end, no NaN
 
 
+def test_the_padded_form_holds_for_the_v1_vocoder_too_cpu(tmp_path):
+    """v1's vocoder (22.05 kHz, per-sample phase source, 8 x 8 upsampling) under the same masks: exact as well."""
+    from cosydesk.testing.full_size import random_model
+
+    hift = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True).hift.eval()
+    g = torch.Generator().manual_seed(0)
+    mel = torch.randn(1, 80, 12, generator=g)
+    padded = torch.zeros(1, 80, 32)
+    padded[:, :, :12] = mel
+    draws = hift.random_draws(padded, g)
+    samples = 12 * hift.samples_per_frame
+    cut = NsfDraws(draws.initial_phase, draws.noise[:, :, :samples].contiguous())  # v1 noise is [B, H, L]
+    valid = ValidFrames(32, torch.device("cpu"))
+    valid.frames.fill_(12)
+    with torch.inference_mode():
+        ref, _ = hift(mel, cut)
+        wave, _ = padded_forward(hift, padded, valid, draws)
+    torch.testing.assert_close(wave[:, :samples], ref, rtol=0, atol=1e-6)
+
+
 def test_without_the_masks_the_padding_changes_the_last_samples_cpu(tiny_v2):
     """What the masks are for: the plain vocoder on the zero-padded mel differs from the unpadded call at the end."""
     hift = tiny_v2.hift.eval()

@@ -1,7 +1,8 @@
-"""The v2 vocoder on a mel padded to a bucket, exact on the valid frames: the final chunk of a sentence (a free
-length) can then replay a captured graph instead of launching ~640 kernels from Python.
+"""The v1/v2 vocoder on a mel padded to a bucket, exact on the valid frames: the final chunk of a sentence (a free
+length) can then replay a captured graph instead of launching ~640 kernels from Python (used for v2; v1's
+vocoder, eager in the graph backend, passes the same exactness test).
 
-Why: HiFT v2 is not causal (symmetric convolutions, centred STFT and iSTFT), so zeros appended to a mel change
+Why: HiFT v1/v2 is not causal (symmetric convolutions, centred STFT and iSTFT), so zeros appended to a mel change
 the last samples. They do not if every stage sees at the valid end what an unpadded call of the valid length sees:
 - every conv's output is zeroed past the valid length (a forward hook on each conv of the vocoder), so the next
   conv reads zeros there, as its own zero padding would give; Snake(0) and leaky_relu(0) are 0, so activations
