@@ -98,6 +98,19 @@ def test_the_written_reflection_is_what_the_stft_pads_an_unpadded_source_with():
     assert torch.equal(written[:, :, :80], source)  # the valid samples are untouched
 
 
+def test_a_fresh_bucket_runs_before_any_length_is_set_cpu(tiny_v2):
+    """A capture warms up and records the body before a request sets the length: a fresh ``ValidFrames`` holds the
+    bucket's longest length (not 0, which would reflect samples before the source's start)."""
+    valid = ValidFrames(16, torch.device("cpu"))
+    assert int(valid.frames) == 15
+    padded = torch.zeros(1, 80, 16)
+    with torch.inference_mode():
+        wave, _ = padded_forward(tiny_v2.hift.eval(), padded, valid, tiny_v2.hift.zero_draws(padded))
+    assert torch.isfinite(wave).all()
+    with pytest.raises(ValueError, match="2 frames"):
+        ValidFrames(1, torch.device("cpu"))
+
+
 def test_masks_follow_each_stage_length():
     valid = ValidFrames(10, torch.device("cpu"))
     valid.frames.fill_(7)

@@ -34,8 +34,12 @@ class ValidFrames:
     masks derived from it, made once per length per call (a captured graph recomputes them on replay)."""
 
     def __init__(self, bucket: int, device: torch.device):
+        if bucket < 2:
+            raise ValueError(f"a padded bucket needs at least 2 frames (one of room), got {bucket}")
         self.bucket = bucket
-        self.frames = torch.zeros((), dtype=torch.long, device=device)
+        # starts at the longest length the bucket serves: a capture's warm-up runs before any request sets it,
+        # and 0 valid frames would index before the source's start when its end is reflected
+        self.frames = torch.full((), bucket - 1, dtype=torch.long, device=device)
         self._masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
 
     def reset(self) -> None:
