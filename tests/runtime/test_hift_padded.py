@@ -147,6 +147,33 @@ def test_final_hift_shapes_cover_every_final_v2_call():
             assert any(b > frames and c == cache for b, c in shapes), (prompt, tokens, frames, cache)
 
 
+def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(tiny_v2, monkeypatch):
+    """``GraphedHift``'s dispatch with graphs that replay their captured body eagerly (no CUDA here): a free length
+    with a cache goes to the smallest padded bucket with room, one past every bucket stays eager, and both give
+    the unpadded vocoder's samples."""
+    import copy
+    from types import SimpleNamespace
+
+    from cosydesk.runtime.backends import HalfHift
+    from cosydesk.runtime.cudagraph import hift as graphed
+
+    monkeypatch.setattr(graphed, "capture_graphs", lambda jobs, *args, **kwargs: {
+        key: SimpleNamespace(replay=body) for key, body in jobs})
+    half = HalfHift(copy.deepcopy(tiny_v2.hift).eval(), torch.float32)
+    hift = graphed.GraphedHift(half, [(20, 0)], final_shapes=[(16, 3840), (32, 3840), (32, 0)])
+    g = torch.Generator().manual_seed(3)
+    cache = torch.randn(1, 1, 3840, generator=g) * 0.1
+    for frames, cache_source, bucket in ((10, cache, 16), (16, cache, 32), (31, None, 32), (40, cache, None)):
+        mel = torch.randn(1, 80, frames, generator=g)
+        before = hift.eager_calls
+        wave, _ = hift.inference_with_source(mel, cache_source=cache_source, zero_noise=True)
+        ref, _ = half.inference_with_source(mel, cache_source=cache_source, zero_noise=True)
+        assert hift._padded_key(frames, 0 if cache_source is None else 3840) == (
+            None if bucket is None else (bucket, 0 if cache_source is None else 3840))
+        assert hift.eager_calls - before == (bucket is None)
+        torch.testing.assert_close(wave, ref, rtol=0, atol=1e-6)
+
+
 def test_final_chunk_graphs_are_off_unless_asked_for(monkeypatch):
     """Off by default until timed on a GPU; ``COSYDESK_FINAL_HIFT_GRAPHS=1`` turns them on."""
     from cosydesk.runtime.cudagraph.hift import final_hift_graphs_wanted
