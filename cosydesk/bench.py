@@ -339,9 +339,8 @@ def kernel_paths(model) -> dict:
     else:
         select = "device torch" if hasattr(llm, "selector") else "host"
     rows = type(estimator).__name__ == "RowCausalDecoder"
-    final_hift = sum(isinstance(key, tuple) and key[:1] == ("padded",) for key in getattr(model.hift, "graphs", {}))
     return {"llm_decode": decode, "token_select": select, "flow_triton_blocks": blocks, "flow_row_estimator": rows,
-            "hift_final_graphs": final_hift}
+            "hift_final_graphs": len(getattr(model.hift, "padded", {}))}
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,

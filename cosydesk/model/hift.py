@@ -179,6 +179,17 @@ def overlap_add_istft(spec: torch.Tensor, n_fft: int, hop: int, window: torch.Te
     return signal[:, trim: full - trim] / envelope
 
 
+def with_cached_start(source: torch.Tensor, cache_source: torch.Tensor | None) -> torch.Tensor:
+    """``source`` [B, 1, L] with its first N samples replaced by ``cache_source`` [B, 1, N] (N <= L; official
+    streaming: the tail of the previous call's source); unchanged for None or an empty cache."""
+    if cache_source is None or cache_source.shape[2] == 0:
+        return source
+    keep = cache_source.shape[2]
+    if keep > source.shape[2]:
+        raise ValueError(f"cache_source has {keep} samples, longer than the {source.shape[2]} generated")
+    return torch.cat([cache_source.to(source.dtype), source[:, :, keep:]], dim=2)
+
+
 def _hift_kwargs(node) -> dict:
     """Constructor kwargs of either generator from the yaml ``hift`` Node (sizes come only from the yaml)."""
     args = node.args
@@ -416,12 +427,7 @@ class HiFTGenerator(_HiFTBase):
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """(wave [B, L], source [B, 1, L]) in mel's dtype. ``cache_source`` [B, 1, N] (N <= L) replaces the
         first N source samples (official streaming: the tail of the previous call's source)."""
-        source = self.make_source(self.predict_f0(mel), draws)
-        if cache_source is not None and cache_source.shape[2] > 0:
-            keep = cache_source.shape[2]
-            if keep > source.shape[2]:
-                raise ValueError(f"cache_source has {keep} samples, longer than the {source.shape[2]} generated")
-            source = torch.cat([cache_source.to(source.dtype), source[:, :, keep:]], dim=2)
+        source = with_cached_start(self.make_source(self.predict_f0(mel), draws), cache_source)
         wave = self.decode(mel, source)
         return wave.to(mel.dtype), source.to(mel.dtype)
 

@@ -189,10 +189,10 @@ def test_final_chunk_graphs_are_off_unless_asked_for(monkeypatch):
 def test_final_chunks_replay_padded_graphs_on_the_gpu(tiny_v2, monkeypatch):
     """With ``COSYDESK_FINAL_HIFT_GRAPHS=1`` a free-length final call replays a padded graph (no eager call) and
     gives what the same float16 vocoder gives eagerly on the unpadded mel; repeated calls allocate nothing."""
-    from cosydesk.runtime.backends import accelerate
+    from tests.runtime.test_cudagraph import _graph_model
 
     monkeypatch.setenv("COSYDESK_FINAL_HIFT_GRAPHS", "1")
-    model = accelerate(_on_gpu(tiny_v2), "cudagraph")
+    model = _graph_model(tiny_v2)
     hift = model.hift
     assert any(key[:1] == ("padded",) for key in hift.graphs)
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -212,13 +212,3 @@ def test_final_chunks_replay_padded_graphs_on_the_gpu(tiny_v2, monkeypatch):
     torch.cuda.synchronize()
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == reserved
 
-
-def _on_gpu(cpu_model):
-    """A copy of ``cpu_model`` on the GPU (the module fixture stays on the CPU)."""
-    import copy
-    import dataclasses
-
-    dev = torch.device("cuda")
-    return dataclasses.replace(cpu_model, llm=copy.deepcopy(cpu_model.llm).to(dev),
-                               flow=copy.deepcopy(cpu_model.flow).to(dev),
-                               hift=copy.deepcopy(cpu_model.hift).to(dev), device=dev)

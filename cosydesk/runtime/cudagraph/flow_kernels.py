@@ -193,6 +193,16 @@ def _shared_memory_limit(device: torch.device) -> int:
     return triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"] - 16 * 1024
 
 
+def _fits_shared_memory(block_m: int, block_n: int, k: int, x: torch.Tensor) -> bool:
+    """Whether a program's operands (block_m rows and block_n weight columns of length k, like ``x``) fit."""
+    return (block_m + block_n) * k * x.element_size() <= _shared_memory_limit(x.device)
+
+
+def _ln_linear_columns(block_n: int, k: int) -> int:
+    """A program holds K x block_n weights in registers: narrower tiles for rows wider than 256."""
+    return block_n // 2 if k > 256 else block_n
+
+
 def whole_k_tile(rows: int, k: int, a: torch.Tensor) -> tuple[int, int, int] | None:
     """The (block_m, block_n, warps) of ``linear_residual_whole_k_kernel`` for ``rows`` x ``k`` inputs like ``a``,
     or None where it does not apply (k not a power of two in 16..1024, or its operands would not fit in shared
@@ -202,7 +212,7 @@ def whole_k_tile(rows: int, k: int, a: torch.Tensor) -> tuple[int, int, int] | N
     if k < 16 or k > 1024 or k & (k - 1):
         return None
     block_m = min(64, max(16, triton.next_power_of_2(rows) // 16))
-    while block_m >= 16 and (block_m + WHOLE_K_COLUMNS) * k * a.element_size() > _shared_memory_limit(a.device):
+    while block_m >= 16 and not _fits_shared_memory(block_m, WHOLE_K_COLUMNS, k, a):
         block_m //= 2
     if block_m < 16:
         return None
@@ -216,8 +226,7 @@ def ln_linear_tile(rows: int, k: int, x: torch.Tensor, tiles: FlowTiles) -> tupl
     if tiles.ln_linear_by_rows:
         for most_rows, tile in LN_LINEAR_BY_ROWS:
             block_m, block_n, _ = tile
-            block_n = block_n // 2 if k > 256 else block_n  # as ``ln_linear`` narrows it
-            if rows <= most_rows and (block_m + block_n) * k * x.element_size() <= _shared_memory_limit(x.device):
+            if rows <= most_rows and _fits_shared_memory(block_m, _ln_linear_columns(block_n, k), k, x):
                 return tile
     return tiles.ln_linear
 
@@ -230,8 +239,7 @@ def ln_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, weight: torch.Tensor, b
     n = weight.shape[0]
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     block_m, block_n, warps = tile
-    if k > 256:  # a program holds K x block_n weights in registers: narrower tiles for wider rows
-        block_n //= 2
+    block_n = _ln_linear_columns(block_n, k)
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     ln_linear_kernel[grid](x, norm.weight, norm.bias, weight, bias if bias is not None else weight, out, m, n,
                            float(norm.eps), K=k, HAS_BIAS=bias is not None, GELU=gelu, BLOCK_M=block_m,

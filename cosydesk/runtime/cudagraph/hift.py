@@ -102,26 +102,24 @@ class GraphedHift:
         self.hift = half_hift.hift
         param = next(self.hift.parameters())
         self.device, self.dtype = param.device, param.dtype
-        self.bufs: dict[tuple[int, int], dict] = {}
-        self.padded: dict[tuple[int, int], dict] = {}
         self.eager_calls = 0
         # H200, first-chunk shape: 1,223 kernels, 3.3 ms per call, of which 77 weight-norm kernels (0.3 ms)
         # recomputing constant weights and 72 Snakes of 6 element-wise kernels each (0.5 ms)
         fold_weight_norms(self.hift)
         compile_blocks(self.hift, ("Snake",), self.device)
-        for frames, cache in shapes:
-            mel = torch.zeros(1, 80, frames, device=self.device, dtype=self.dtype)
-            self.bufs[(frames, cache)] = {"mel": mel, "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
-                                          "draws": self.hift.zero_draws(mel)}
-        for bucket, cache in final_shapes:
-            mel = torch.zeros(1, 80, bucket, device=self.device, dtype=self.dtype)
-            self.padded[(bucket, cache)] = {"mel": mel, "valid": ValidFrames(bucket, self.device),
-                                            "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
-                                            "draws": self.hift.zero_draws(mel)}
+        self.bufs = {shape: self._buffers(*shape) for shape in shapes}
+        self.padded = {shape: {**self._buffers(*shape), "valid": ValidFrames(shape[0], self.device)}
+                       for shape in final_shapes}
         # warm-up outside capture builds the cuDNN / cuFFT plans
         jobs = [(key, functools.partial(self._body, key)) for key in self.bufs]
         jobs += [(("padded",) + key, functools.partial(self._padded_body, key)) for key in self.padded]
         self.graphs = capture_graphs(jobs, self.device, pool, progress, "vocoder")
+
+    def _buffers(self, frames: int, cache: int) -> dict:
+        """Static inputs of one graph: mel [1, 80, frames], a source cache of ``cache`` samples, source draws."""
+        mel = torch.zeros(1, 80, frames, device=self.device, dtype=self.dtype)
+        return {"mel": mel, "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
+                "draws": self.hift.zero_draws(mel)}
 
     def _body(self, key) -> None:
         b = self.bufs[key]
@@ -135,8 +133,7 @@ class GraphedHift:
 
     def _padded_key(self, frames: int, cache_len: int) -> tuple[int, int] | None:
         """The smallest padded graph for ``frames`` (one frame of room is needed) with this cache length."""
-        fits = [key for key in self.padded
-                if key[1] == cache_len and key[0] > frames and ("padded",) + key in self.graphs]
+        fits = [key for key in self.padded if key[1] == cache_len and key[0] > frames]
         return min(fits) if fits else None
 
     @staticmethod

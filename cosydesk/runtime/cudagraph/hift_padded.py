@@ -25,7 +25,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from cosydesk.model.hift import HiFTGenerator
+from cosydesk.model.hift import HiFTGenerator, with_cached_start
 from cosydesk.model.hift_source import NsfDraws
 
 
@@ -89,10 +89,7 @@ def padded_forward(hift: HiFTGenerator, mel: torch.Tensor, valid: ValidFrames, d
     valid.reset()
     frame_mask = valid.mask(mel.shape[2])
     f0 = hift.f0_predictor(mel, mask=frame_mask) * frame_mask
-    source = hift.make_source(f0, draws)
-    if cache_source is not None and cache_source.shape[2] > 0:
-        keep = cache_source.shape[2]
-        source = torch.cat([cache_source.to(source.dtype), source[:, :, keep:]], dim=2)
+    source = with_cached_start(hift.make_source(f0, draws), cache_source)
     source = reflect_valid_end(source, valid, hift.samples_per_frame, hift.n_fft // 2)
     spectrum = hift._source_spectrum(source)
     spectrum = spectrum * valid.mask(spectrum.shape[2])
