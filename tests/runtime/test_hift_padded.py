@@ -174,20 +174,20 @@ def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(tiny_v2, mon
         torch.testing.assert_close(wave, ref, rtol=0, atol=1e-6)
 
 
-def test_final_chunk_graphs_are_off_unless_asked_for(monkeypatch):
-    """Off by default until timed on a GPU; ``COSYDESK_FINAL_HIFT_GRAPHS=1`` turns them on."""
+def test_final_chunk_graphs_are_on_unless_turned_off(monkeypatch):
+    """On by default (timed on the H200); ``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps the final chunk eager."""
     from cosydesk.runtime.cudagraph.hift import final_hift_graphs_wanted
 
     monkeypatch.delenv("COSYDESK_FINAL_HIFT_GRAPHS", raising=False)
-    assert not final_hift_graphs_wanted()
-    monkeypatch.setenv("COSYDESK_FINAL_HIFT_GRAPHS", "1")
     assert final_hift_graphs_wanted()
+    monkeypatch.setenv("COSYDESK_FINAL_HIFT_GRAPHS", "0")
+    assert not final_hift_graphs_wanted()
 
 
 @cuda
 @pytest.mark.gpu
 def test_final_chunks_replay_padded_graphs_on_the_gpu(tiny_v2, monkeypatch):
-    """With ``COSYDESK_FINAL_HIFT_GRAPHS=1`` a free-length final call replays a padded graph (no eager call) and
+    """With the padded graphs on (the default) a free-length final call replays a padded graph (no eager call) and
     gives what the same float16 vocoder gives eagerly on the unpadded mel; repeated calls allocate nothing."""
     from tests.runtime.test_cudagraph import _graph_model
 

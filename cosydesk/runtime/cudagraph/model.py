@@ -6,8 +6,8 @@ LLM is ``StaticTransformerLM`` (decode step compiled and captured; prefill eager
 estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``; v2's estimator computes on
 time-major rows with its resnets as conv kernels (``row_estimator.py``), v1's other blocks are compiled
 (``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
-v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``; the final chunk's padded
-form per bucket with ``COSYDESK_FINAL_HIFT_GRAPHS=1``) and the flow encoder per token
+v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the final chunk's padded
+form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
 bucket (``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
 """
 
