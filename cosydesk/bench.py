@@ -324,7 +324,8 @@ def kernel_paths(model) -> dict:
     decode step as Triton kernels, a static graph of torch ops, or the plain module; the next id chosen by the
     Triton selector, its compiled torch form on the device, or on the host; how many of the estimator's
     transformer blocks run the Triton flow kernels, whether the estimator computes on rows (conv kernels), and how
-    many padded graphs serve the vocoder's final chunks (``COSYDESK_FINAL_HIFT_GRAPHS``)."""
+    many padded graphs serve the vocoder's free-length calls (v2's final chunks, ``COSYDESK_FINAL_HIFT_GRAPHS``;
+    v1's calls, ``COSYDESK_V1_HIFT_GRAPHS``)."""
     llm = model.llm
     if getattr(llm, "triton_decoder", None) is not None:
         decode = "triton"

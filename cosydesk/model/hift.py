@@ -17,7 +17,8 @@ Public API (parity entry):
     v1/v2: hift.inference(mel, zero_noise=False, *, draws=None, generator=None) -> wave [B, L]
            hift.inference_with_source(mel, cache_source=None, zero_noise=False, *, draws=None, generator=None)
                -> (wave [B, L], source [B, 1, L]);  hift.predict_f0(mel) -> [B, T]
-           hift.forward(mel, draws, cache_source=None)  (no RNG inside: the capturable core)
+           hift.forward(mel, draws, cache_source=None)  (no RNG inside: the capturable core);
+           hift.redraw(draws)  (fresh draws in place, for a graph's static buffers)
     v3:    hift.inference(mel, finalize=True) -> wave;  hift.inference_with_source(mel, finalize=True)
            hift.predict_f0(mel, finalize=True) -> float64 [B, T or T-3];  hift.set_fixed_noise(rand_ini, sine_waves)
            hift.fixed_noise.reserve(num_samples, device)  (before capturing a CUDA graph)
@@ -399,6 +400,16 @@ class HiFTGenerator(_HiFTBase):
         samples = mel.shape[2] * self.samples_per_frame
         torch.randn((mel.shape[0], samples, 1), generator=generator, device=device)
         return NsfDraws(phase.to(mel.device), noise.to(mel.device))
+
+    def redraw(self, draws: NsfDraws) -> None:
+        """Fresh draws of the same kinds written into ``draws`` in place (for a captured graph's static draws):
+        uniform phases (v1 radians in [-pi, pi), v2 cycles in [0, 1)), standard normal noise. Not the official
+        RNG order, which ``random_draws`` keeps for seeded eager runs."""
+        if self.sample_rate_phase:
+            draws.initial_phase.uniform_(-math.pi, math.pi)
+        else:
+            draws.initial_phase.uniform_()
+        draws.noise.normal_()
 
     # --- math ---
     def predict_f0(self, mel: torch.Tensor) -> torch.Tensor:

@@ -30,6 +30,11 @@ from cosydesk.runtime.schedule import ChunkCall, make_schedule
 # 8 * 480 source samples (the cudagraph backend captures HiFT for exactly these chunk shapes).
 V2_MEL_CACHE_FRAMES = 8
 V2_SOURCE_CACHE_SAMPLES = 8 * 480
+# v1: 20 cached mel frames / 20 * 256 source samples likewise, and 34 frames (20 tokens' worth) of flow mel held
+# back from each non-final call and cross-faded into the next one.
+V1_MEL_CACHE_FRAMES = 20
+V1_SOURCE_CACHE_SAMPLES = 20 * 256
+V1_MEL_OVERLAP_FRAMES = int(20 / 50 * 22050 / 256)
 
 
 def _hamming(length: int) -> torch.Tensor:
@@ -70,9 +75,9 @@ class Token2Wav:
         self.streaming = streaming
         self.token_mel_ratio = model.token_mel_ratio
         if self.version == "v1":
-            self.mel_overlap_len = int(20 / 50 * 22050 / 256)  # 34 frames of flow-mel overlap
+            self.mel_overlap_len = V1_MEL_OVERLAP_FRAMES
             self.mel_window = _hamming(2 * self.mel_overlap_len).to(device)
-            self.mel_cache_len, self.source_cache_len = 20, 20 * 256
+            self.mel_cache_len, self.source_cache_len = V1_MEL_CACHE_FRAMES, V1_SOURCE_CACHE_SAMPLES
             self.flow_cache = torch.zeros(1, 80, 0, 2, device=device, dtype=model.dtype)
             self.mel_overlap = torch.zeros(1, 80, 0, device=device, dtype=model.dtype)
         else:

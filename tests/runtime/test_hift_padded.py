@@ -1,5 +1,6 @@
-"""The v2 vocoder on a mel padded to a bucket (``hift_padded``): exact on the valid frames, so the final chunk of
-a sentence can replay a captured graph; the padded buckets cover every final call the streaming schedule makes."""
+"""The v2 / v1 vocoder on a mel padded to a bucket (``hift_padded``): exact on the valid frames, so a free-length
+call (v2's final chunk, any v1 call) can replay a captured graph; the padded buckets cover every such call the
+streaming schedules make."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ def tiny_v2(tmp_path_factory):
     from cosydesk.testing.full_size import random_model
 
     return random_model("v2", "cpu", torch.float32, seed=0, workdir=tmp_path_factory.mktemp("pad"), tiny=True)
+
+
+@pytest.fixture(scope="module")
+def tiny_v1(tmp_path_factory):
+    from cosydesk.testing.full_size import random_model
+
+    return random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path_factory.mktemp("pad1"), tiny=True)
+
+
+CACHE = {"v2": 3840, "v1": 5120}  # source-cache samples of a call after the first (8 x 480, 20 x 256)
 
 
 def _padded_case(hift, frames: int, bucket: int, cache: int, zero: bool, seed: int = 0):
@@ -51,11 +62,9 @@ def test_padded_vocoder_equals_the_unpadded_call_on_the_valid_samples_cpu(tiny_v
     assert not wave[:, samples:].any() and not source[:, :, samples:].any()  # silence past the end, no NaN
 
 
-def test_the_padded_form_holds_for_the_v1_vocoder_too_cpu(tmp_path):
+def test_the_padded_form_holds_for_the_v1_vocoder_too_cpu(tiny_v1):
     """v1's vocoder (22.05 kHz, per-sample phase source, 8 x 8 upsampling) under the same masks: exact as well."""
-    from cosydesk.testing.full_size import random_model
-
-    hift = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True).hift.eval()
+    hift = tiny_v1.hift.eval()
     g = torch.Generator().manual_seed(0)
     mel = torch.randn(1, 80, 12, generator=g)
     padded = torch.zeros(1, 80, 32)
@@ -147,10 +156,11 @@ def test_final_hift_shapes_cover_every_final_v2_call():
             assert any(b > frames and c == cache for b, c in shapes), (prompt, tokens, frames, cache)
 
 
-def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(tiny_v2, monkeypatch):
+@pytest.mark.parametrize("version,small,large", [("v2", 16, 32), ("v1", 32, 64)])  # v1: 20 cached frames
+def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(request, version, small, large, monkeypatch):
     """``GraphedHift``'s dispatch with graphs that replay their captured body eagerly (no CUDA here): a free length
     with a cache goes to the smallest padded bucket with room, one past every bucket stays eager, and both give
-    the unpadded vocoder's samples."""
+    the unpadded vocoder's samples; random draws are drawn afresh into the graph's buffers at each call."""
     import copy
     from types import SimpleNamespace
 
@@ -159,19 +169,24 @@ def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(tiny_v2, mon
 
     monkeypatch.setattr(graphed, "capture_graphs", lambda jobs, *args, **kwargs: {
         key: SimpleNamespace(replay=body) for key, body in jobs})
-    half = HalfHift(copy.deepcopy(tiny_v2.hift).eval(), torch.float32)
-    hift = graphed.GraphedHift(half, [(20, 0)], final_shapes=[(16, 3840), (32, 3840), (32, 0)])
+    half = HalfHift(copy.deepcopy(request.getfixturevalue(f"tiny_{version}").hift).eval(), torch.float32)
+    n = CACHE[version]
+    hift = graphed.GraphedHift(half, [(20, 0)], final_shapes=[(small, n), (large, n), (large, 0)])
     g = torch.Generator().manual_seed(3)
-    cache = torch.randn(1, 1, 3840, generator=g) * 0.1
-    for frames, cache_source, bucket in ((10, cache, 16), (16, cache, 32), (31, None, 32), (40, cache, None)):
+    cache = torch.randn(1, 1, n, generator=g) * 0.1
+    for frames, cache_source, bucket in ((small - 6, cache, small), (small, cache, large), (large - 1, None, large),
+                                         (large + 8, cache, None)):
         mel = torch.randn(1, 80, frames, generator=g)
         before = hift.eager_calls
         wave, _ = hift.inference_with_source(mel, cache_source=cache_source, zero_noise=True)
         ref, _ = half.inference_with_source(mel, cache_source=cache_source, zero_noise=True)
-        assert hift._padded_key(frames, 0 if cache_source is None else 3840) == (
-            None if bucket is None else (bucket, 0 if cache_source is None else 3840))
+        assert hift._padded_key(frames, 0 if cache_source is None else n) == (
+            None if bucket is None else (bucket, 0 if cache_source is None else n))
         assert hift.eager_calls - before == (bucket is None)
         torch.testing.assert_close(wave, ref, rtol=0, atol=1e-6)
+    mel = torch.randn(1, 80, small - 4, generator=g)
+    first, second = (hift.inference_with_source(mel, cache_source=cache)[0] for _ in range(2))
+    assert hift.eager_calls == 1 and torch.isfinite(first).all() and not torch.equal(first, second)
 
 
 def test_final_chunk_graphs_are_on_unless_turned_off(monkeypatch):
@@ -186,17 +201,21 @@ def test_final_chunk_graphs_are_on_unless_turned_off(monkeypatch):
 
 @cuda
 @pytest.mark.gpu
-def test_final_chunks_replay_padded_graphs_on_the_gpu(tiny_v2, monkeypatch):
-    """With the padded graphs on (the default) a free-length final call replays a padded graph (no eager call) and
-    gives what the same float16 vocoder gives eagerly on the unpadded mel; repeated calls allocate nothing."""
+@pytest.mark.parametrize("version,calls", [("v2", ((10, 3840), (57, 3840), (100, 0), (211, 3840))),
+                                           ("v1", ((54, 5120), (106, 5120), (172, 0), (204, 0), (224, 5120)))])
+def test_free_length_calls_replay_padded_graphs_on_the_gpu(request, version, calls, monkeypatch):
+    """With the padded graphs on (v2's final chunks by default; v1's calls with ``COSYDESK_V1_HIFT_GRAPHS=1``) a
+    free-length call replays a padded graph (no eager call) and gives what the same float16 vocoder gives eagerly
+    on the unpadded mel; repeated calls allocate nothing."""
     from tests.runtime.test_cudagraph import _graph_model
 
     monkeypatch.setenv("COSYDESK_FINAL_HIFT_GRAPHS", "1")
-    model = _graph_model(tiny_v2)
+    monkeypatch.setenv("COSYDESK_V1_HIFT_GRAPHS", "1")
+    model = _graph_model(request.getfixturevalue(f"tiny_{version}"))
     hift = model.hift
     assert any(key[:1] == ("padded",) for key in hift.graphs)
     g = torch.Generator(device="cuda").manual_seed(0)
-    for frames, cache in ((10, 3840), (57, 3840), (100, 0), (211, 3840)):
+    for frames, cache in calls:
         mel = torch.randn(1, 80, frames, device="cuda", generator=g)
         cache_source = torch.randn(1, 1, cache, device="cuda", generator=g) * 0.1 if cache else None
         before = hift.eager_calls
@@ -212,3 +231,73 @@ def test_final_chunks_replay_padded_graphs_on_the_gpu(tiny_v2, monkeypatch):
     torch.cuda.synchronize()
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == reserved
 
+
+
+def _v1_calls(tokens: int) -> list[tuple[int, int]]:
+    """(mel frames, source-cache samples) of each v1 vocoder call for a streamed sentence of ``tokens`` tokens:
+    120-token windows (hop 100) at 22050 / 256 frames per 50 tokens, 34 frames held back from each non-final
+    window, 20 cached frames in front after the first call."""
+    from cosydesk.model.length_regulator import frames_for_tokens
+    from cosydesk.runtime.schedule import make_schedule
+
+    schedule, calls = make_schedule("v1", 0), []
+    while True:
+        call = schedule.next_call(tokens, done=True)
+        frames = frames_for_tokens(call.end - call.start, 50) - (0 if call.finalize else 34)
+        calls.append((frames + (20 if calls else 0), 5120 if calls else 0))
+        if call.finalize:
+            return calls
+
+
+def test_v1_hift_shapes_cover_every_streamed_v1_call(tiny_v1):
+    """Every v1 vocoder call of a streamed sentence up to a minute lands in a padded bucket with room and the same
+    cache; the call list is what ``stream_token2wav`` really makes (checked on the tiny v1 model)."""
+    import dataclasses
+
+    from cosydesk.runtime import stream_token2wav
+    from cosydesk.runtime.cudagraph.hift import v1_hift_shapes
+
+    shapes = v1_hift_shapes()
+    assert len(shapes) == len(set(shapes)) <= 24
+    for tokens in range(1, 3000, 3):
+        for frames, cache in _v1_calls(tokens):
+            assert any(b > frames and c == cache for b, c in shapes), (tokens, frames, cache)
+    model, seen = tiny_v1, []
+
+    class Recording:
+        def inference_with_source(self, mel, cache_source=None, **kwargs):
+            seen.append((mel.shape[2], 0 if cache_source is None else cache_source.shape[2]))
+            return model.hift.inference_with_source(mel, cache_source=cache_source, **kwargs)
+
+    recorded = dataclasses.replace(model, hift=Recording())
+    g = torch.Generator().manual_seed(0)
+    for tokens in (30, 150, 250):
+        seen.clear()
+        list(stream_token2wav(recorded, torch.randint(0, 4096, (1, tokens), generator=g),
+                              torch.zeros(1, 0, dtype=torch.int32), torch.zeros(1, 0, 80),
+                              torch.randn(1, 192, generator=g), stream=True, zero_noise=True))
+        assert seen == _v1_calls(tokens), tokens
+
+
+def test_redraw_writes_fresh_draws_of_the_official_kinds_in_place(tiny_v2, tiny_v1):
+    """What a graph's static draws get per call: v1 phases in radians [-pi, pi), v2 in cycles [0, 1), standard
+    normal noise, written into the same tensors."""
+    import math
+
+    torch.manual_seed(0)
+    for hift, low, high in ((tiny_v1.hift, -math.pi, math.pi), (tiny_v2.hift, 0.0, 1.0)):
+        draws = hift.zero_draws(torch.zeros(1, 80, 200))
+        phase, noise = draws.initial_phase, draws.noise
+        hift.redraw(draws)
+        assert draws.initial_phase is phase and draws.noise is noise
+        assert low <= float(phase.min()) and float(phase.max()) < high and float(phase.std()) > 0.1 * (high - low)
+        assert abs(float(noise.mean())) < 0.02 and abs(float(noise.std()) - 1) < 0.02
+
+
+def test_v1_vocoder_graphs_are_off_unless_asked_for(monkeypatch):
+    from cosydesk.runtime.cudagraph.hift import v1_hift_graphs_wanted
+
+    monkeypatch.delenv("COSYDESK_V1_HIFT_GRAPHS", raising=False)
+    assert not v1_hift_graphs_wanted()
+    monkeypatch.setenv("COSYDESK_V1_HIFT_GRAPHS", "1")
+    assert v1_hift_graphs_wanted()

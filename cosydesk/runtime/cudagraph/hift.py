@@ -1,11 +1,13 @@
-"""HiFT (v2) as CUDA graphs for the chunk shapes streaming produces, eager float16 for anything else.
+"""HiFT (v2, optionally v1) as CUDA graphs for the chunk shapes streaming produces, eager float16 for anything else.
 
 The v2 vocoder is not causal (symmetric convolutions, centred STFT), so plain padding of a mel to a bucket would
 change the last samples: graphs are captured for *exact* shapes instead. Streaming makes few of them: the first
 chunk has 2*(25+pad) frames and no source cache (pad 0..24 depends on the prompt length), later chunks 2*50+8
-and 2*100+8 frames with a 3840-sample source cache. The final chunk of a sentence has a free length: a graph per mel bucket of
-the masked, padding-exact form (``hift_padded.py``; eager it was ~640 launches from Python, which ended each
-sentence on the host), eager past the largest bucket or with ``COSYDESK_FINAL_HIFT_GRAPHS=0``.
+and 2*100+8 frames with a 3840-sample source cache. The final chunk of a sentence has a free length: a graph per
+mel bucket of the masked, padding-exact form (``hift_padded.py``; eager it was ~640 launches from Python, which
+ended each sentence on the host), eager past the largest bucket or with ``COSYDESK_FINAL_HIFT_GRAPHS=0``.
+v1's calls all have free lengths (120-token windows less a held-back overlap, or a shorter final window):
+with ``COSYDESK_V1_HIFT_GRAPHS=1`` every one replays a padded graph (``v1_hift_shapes``), else all run eager.
 
 Weight norms are folded into plain weights and the Snake activations compiled (one fused kernel each).
 Random source draws are written in place into the graph's static draw buffers (no allocation per call);
@@ -23,8 +25,10 @@ from cosydesk.runtime.cudagraph.buckets import copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_blocks, env_switch
 from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward
-from cosydesk.runtime.schedule import CausalChunkSchedule
-from cosydesk.runtime.token2wav import V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES
+from cosydesk.model.length_regulator import frames_for_tokens
+from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
+from cosydesk.runtime.token2wav import (V1_MEL_CACHE_FRAMES, V1_MEL_OVERLAP_FRAMES, V1_SOURCE_CACHE_SAMPLES,
+                                        V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES)
 
 V2_TOKEN_MEL_RATIO = 2
 
@@ -41,10 +45,20 @@ def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int =
     return sorted(shapes)
 
 
+def _padded_buckets(spans: dict[int, tuple[int, int]]) -> list[tuple[int, int]]:
+    """(bucket, source-cache samples) for each cache length's (fewest, most) mel frames: every bucket a call in
+    that span can land in (a bucket holds up to its size - 1 frames, ``hift_padded``)."""
+    shapes = []
+    for cache, (fewest, most) in spans.items():
+        low, top = HIFT_MEL_BUCKETS.pick(fewest + 1), HIFT_MEL_BUCKETS.pick(most + 1)
+        shapes += [(b, cache) for b in HIFT_MEL_BUCKETS.sizes if low <= b <= top]
+    return sorted(shapes)
+
+
 def final_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) -> list[tuple[int, int]]:
     """(mel bucket, source-cache samples) serving every final v2 HiFT call: after a chunk (8 cached frames + 2 per
     token past the last hop, a hop at most 100 tokens + 3 look-ahead) and as a sentence's only call (2 per token
-    before the first chunk fires). A bucket holds up to its size - 1 frames (``hift_padded``)."""
+    before the first chunk fires)."""
     most = {V2_SOURCE_CACHE_SAMPLES: 0, 0: 0}
     for prompt in range(max_prompt_tokens):
         schedule = CausalChunkSchedule(prompt)
@@ -54,11 +68,24 @@ def final_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) 
             hop = call.end - schedule.lookahead - call.token_offset
             most[V2_SOURCE_CACHE_SAMPLES] = max(most[V2_SOURCE_CACHE_SAMPLES],
                                                 V2_MEL_CACHE_FRAMES + (hop + schedule.lookahead) * V2_TOKEN_MEL_RATIO)
-    shapes = []
-    for cache, frames in most.items():
-        top = HIFT_MEL_BUCKETS.pick(frames + 1)
-        shapes += [(b, cache) for b in HIFT_MEL_BUCKETS.sizes if b <= top]
-    return sorted(shapes)
+    return _padded_buckets({cache: (1, frames) for cache, frames in most.items()})
+
+
+def v1_hift_shapes() -> list[tuple[int, int]]:
+    """(mel bucket, source-cache samples) serving every streamed v1 HiFT call (all of them free-length, so all
+    padded): a window of hop + overlap tokens less the 34 held-back frames, or a final window of fewer tokens,
+    after a first call with the 20 cached frames in front (its final window then has at least the overlap)."""
+    schedule = WindowChunkSchedule()
+    window = schedule.hop + schedule.overlap
+    alone = max(frames_for_tokens(window, 50) - V1_MEL_OVERLAP_FRAMES, frames_for_tokens(window - 1, 50))
+    return _padded_buckets({0: (1, alone), V1_SOURCE_CACHE_SAMPLES: (
+        V1_MEL_CACHE_FRAMES + frames_for_tokens(schedule.overlap, 50), V1_MEL_CACHE_FRAMES + alone)})
+
+
+def v1_hift_graphs_wanted() -> bool:
+    """``COSYDESK_V1_HIFT_GRAPHS=1``: v1's vocoder calls replay padded graphs (off until timed on a GPU; v1's
+    vocoder otherwise runs eager, ~24 ms a call on the H200, mostly launches)."""
+    return env_switch("COSYDESK_V1_HIFT_GRAPHS", False)
 
 
 def final_hift_graphs_wanted() -> bool:
@@ -137,14 +164,12 @@ class GraphedHift:
         fits = [key for key in self.padded if key[1] == cache_len and key[0] > frames]
         return min(fits) if fits else None
 
-    @staticmethod
-    def _draw(draws, zero_noise: bool) -> None:
+    def _draw(self, draws, zero_noise: bool) -> None:
         if zero_noise:
             draws.initial_phase.zero_()
             draws.noise.zero_()
         else:
-            draws.initial_phase.uniform_()  # v2 draws: phases uniform in [0, 1) cycles, Gaussian noise
-            draws.noise.normal_()
+            self.hift.redraw(draws)
 
     @torch.inference_mode()
     def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):

@@ -8,7 +8,8 @@ time-major rows with its resnets as conv kernels (``row_estimator.py``), v1's ot
 (``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
 v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the final chunk's padded
 form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
-bucket (``GraphedEncoder``). v1's flow encoder and HiFT and v3's causal HiFT stream run eager.
+bucket (``GraphedEncoder``). v1's flow encoder and v3's causal HiFT stream run eager; v1's HiFT too, unless
+``COSYDESK_V1_HIFT_GRAPHS=1`` (padded graphs per mel bucket; off until timed on a GPU).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks,
 from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import (GraphedHift, final_hift_graphs_wanted, final_hift_shapes,
-                                            streaming_hift_shapes)
+                                            streaming_hift_shapes, v1_hift_graphs_wanted, v1_hift_shapes)
 from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
 from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM, supports as static_v1_supports
 
@@ -108,5 +109,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     if model.version == "v2":
         final = final_hift_shapes() if final_hift_graphs_wanted() else ()
         hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress, final_shapes=final)
+    elif model.version == "v1" and v1_hift_graphs_wanted():
+        hift = GraphedHift(model.hift, [], pool=flow_pool, progress=progress, final_shapes=v1_hift_shapes())
     torch.cuda.synchronize()
     return dataclasses.replace(model, llm=llm, flow=flow, hift=hift)
