@@ -20,17 +20,18 @@ import functools
 
 import torch
 
+from cosydesk.model.length_regulator import frames_for_tokens
 from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS
 from cosydesk.runtime.cudagraph.buckets import copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_blocks, env_switch
 from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward
-from cosydesk.model.length_regulator import frames_for_tokens
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
 from cosydesk.runtime.token2wav import (V1_MEL_CACHE_FRAMES, V1_MEL_OVERLAP_FRAMES, V1_SOURCE_CACHE_SAMPLES,
                                         V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES)
 
 V2_TOKEN_MEL_RATIO = 2
+V1_TOKEN_RATE = 50  # v1 speech tokens per second (its flow's input_frame_rate)
 
 
 def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) -> list[tuple[int, int]]:
@@ -77,9 +78,10 @@ def v1_hift_shapes() -> list[tuple[int, int]]:
     after a first call with the 20 cached frames in front (its final window then has at least the overlap)."""
     schedule = WindowChunkSchedule()
     window = schedule.hop + schedule.overlap
-    alone = max(frames_for_tokens(window, 50) - V1_MEL_OVERLAP_FRAMES, frames_for_tokens(window - 1, 50))
+    frames = functools.partial(frames_for_tokens, token_rate=V1_TOKEN_RATE)
+    alone = max(frames(window) - V1_MEL_OVERLAP_FRAMES, frames(window - 1))
     return _padded_buckets({0: (1, alone), V1_SOURCE_CACHE_SAMPLES: (
-        V1_MEL_CACHE_FRAMES + frames_for_tokens(schedule.overlap, 50), V1_MEL_CACHE_FRAMES + alone)})
+        V1_MEL_CACHE_FRAMES + frames(schedule.overlap), V1_MEL_CACHE_FRAMES + alone)})
 
 
 def v1_hift_graphs_wanted() -> bool:
