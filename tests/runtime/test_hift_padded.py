@@ -171,7 +171,7 @@ def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(request, ver
         key: SimpleNamespace(replay=body) for key, body in jobs})
     half = HalfHift(copy.deepcopy(request.getfixturevalue(f"tiny_{version}").hift).eval(), torch.float32)
     n = CACHE[version]
-    hift = graphed.GraphedHift(half, [(20, 0)], final_shapes=[(small, n), (large, n), (large, 0)])
+    hift = graphed.GraphedHift(half, [(20, 0)], padded_shapes=[(small, n), (large, n), (large, 0)])
     g = torch.Generator().manual_seed(3)
     cache = torch.randn(1, 1, n, generator=g) * 0.1
     for frames, cache_source, bucket in ((small - 6, cache, small), (small, cache, large), (large - 1, None, large),

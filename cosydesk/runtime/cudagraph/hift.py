@@ -125,9 +125,9 @@ class GraphedHift:
     """Drop-in for ``HalfHift`` (float32 in/out around a float16 HiFTGenerator) with per-shape graphs."""
 
     def __init__(self, half_hift, shapes: list[tuple[int, int]], pool=None, progress=None,
-                 final_shapes: list[tuple[int, int]] = ()):
-        """``shapes``: exact (frames, cache samples) of the streamed chunks; ``final_shapes``: (bucket, cache
-        samples) of padded graphs for any other length below a bucket (``final_hift_shapes``)."""
+                 padded_shapes: list[tuple[int, int]] = ()):
+        """``shapes``: exact (frames, cache samples) of the streamed chunks; ``padded_shapes``: (bucket, cache
+        samples) of padded graphs for any other length below a bucket (``final_hift_shapes``, ``v1_hift_shapes``)."""
         self.half = half_hift
         self.hift = half_hift.hift
         param = next(self.hift.parameters())
@@ -139,7 +139,7 @@ class GraphedHift:
         compile_blocks(self.hift, ("Snake",), self.device)
         self.bufs = {shape: self._buffers(*shape) for shape in shapes}
         self.padded = {shape: {**self._buffers(*shape), "valid": ValidFrames(shape[0], self.device)}
-                       for shape in final_shapes}
+                       for shape in padded_shapes}
         # warm-up outside capture builds the cuDNN / cuFFT plans
         jobs = [(key, functools.partial(self._body, key)) for key in self.bufs]
         jobs += [(("padded",) + key, functools.partial(self._padded_body, key)) for key in self.padded]
@@ -166,12 +166,15 @@ class GraphedHift:
         fits = [key for key in self.padded if key[1] == cache_len and key[0] > frames]
         return min(fits) if fits else None
 
-    def _draw(self, draws, zero_noise: bool) -> None:
+    def _fill(self, b: dict, cache_source, zero_noise: bool) -> None:
+        """A graph's source cache (when it has one) and its draws (zeros, or fresh ones) for this call."""
+        if b["cache"].shape[2]:
+            b["cache"].copy_(cache_source)
         if zero_noise:
-            draws.initial_phase.zero_()
-            draws.noise.zero_()
+            b["draws"].initial_phase.zero_()
+            b["draws"].noise.zero_()
         else:
-            self.hift.redraw(draws)
+            self.hift.redraw(b["draws"])
 
     @torch.inference_mode()
     def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
@@ -180,24 +183,20 @@ class GraphedHift:
         key = (frames, cache_len)
         graph = self.graphs.get(key)
         padded = None if graph is not None or kwargs else self._padded_key(frames, cache_len)
-        if padded is not None:  # a free-length (final) chunk below a padded graph's bucket
+        if padded is not None:  # a free-length call (v2's final chunk, any v1 call) below a padded graph's bucket
             b = self.padded[padded]
             copy_padded(b["mel"], mel)
             b["valid"].frames.fill_(frames)
-            if cache_len:
-                b["cache"].copy_(cache_source)
-            self._draw(b["draws"], zero_noise)
+            self._fill(b, cache_source, zero_noise)
             self.graphs[("padded",) + padded].replay()
             samples = frames * self.hift.samples_per_frame
             return b["speech"][:, :samples].float(), b["source"][:, :, :samples].float()
-        if graph is None or kwargs:  # a free-length final chunk, or explicit draws / generator
+        if graph is None or kwargs:  # a length past every bucket, or explicit draws / generator
             self.eager_calls += 1
             return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise, **kwargs)
         b = self.bufs[key]
         b["mel"].copy_(mel)
-        if cache_len:
-            b["cache"].copy_(cache_source)
-        self._draw(b["draws"], zero_noise)
+        self._fill(b, cache_source, zero_noise)
         graph.replay()
         return b["speech"].float(), b["source"].float()  # fresh float32 copies: the buffers are reused
 

@@ -1,6 +1,6 @@
-"""The v1/v2 vocoder on a mel padded to a bucket, exact on the valid frames: the final chunk of a sentence (a free
-length) can then replay a captured graph instead of launching ~640 kernels from Python (used for v2; v1's
-vocoder, eager in the graph backend, passes the same exactness test).
+"""The v1/v2 vocoder on a mel padded to a bucket, exact on the valid frames: a call of free length (v2's final
+chunk of a sentence; every v1 call, with ``COSYDESK_V1_HIFT_GRAPHS=1``) can then replay a captured graph instead
+of launching ~640 kernels from Python.
 
 Why: HiFT v1/v2 is not causal (symmetric convolutions, centred STFT and iSTFT), so zeros appended to a mel change
 the last samples. They do not if every stage sees at the valid end what an unpadded call of the valid length sees:

@@ -108,8 +108,8 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     hift = model.hift
     if model.version == "v2":
         final = final_hift_shapes() if final_hift_graphs_wanted() else ()
-        hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress, final_shapes=final)
+        hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress, padded_shapes=final)
     elif model.version == "v1" and v1_hift_graphs_wanted():
-        hift = GraphedHift(model.hift, [], pool=flow_pool, progress=progress, final_shapes=v1_hift_shapes())
+        hift = GraphedHift(model.hift, [], pool=flow_pool, progress=progress, padded_shapes=v1_hift_shapes())
     torch.cuda.synchronize()
     return dataclasses.replace(model, llm=llm, flow=flow, hift=hift)
