@@ -77,10 +77,12 @@ def cmd_say(args: argparse.Namespace) -> int:
     if args.text_file:
         if args.text:
             raise UserError("give the text either as an argument or with --text-file, not both")
+        from cosydesk.frontend.text_file import TextFileError, read_text_file
+
         try:
-            args.text = Path(args.text_file).expanduser().read_bytes().decode("utf-8", errors="replace")
-        except OSError as err:
-            raise UserError(f"cannot read {args.text_file}: {err.strerror or err}") from None
+            args.text = read_text_file(args.text_file)
+        except TextFileError as err:
+            raise UserError(str(err)) from None
     if args.text is None:
         raise UserError("nothing to say: give the text as an argument or with --text-file")
     if args.prompt_text and not args.prompt_wav:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Slot
-from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel,
                                QMainWindow, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
@@ -20,6 +20,7 @@ from cosydesk import hub
 from cosydesk.audio.export import ExportError, write_audio
 from cosydesk.audio.player import Player, list_output_devices
 from cosydesk.audio.profiles import VoiceProfileStore
+from cosydesk.frontend.text_file import TextFileError, read_text_file
 from cosydesk.runtime.types import Request
 from cosydesk.settings import Key, Settings
 from cosydesk.telemetry.sampler import TelemetrySampler
@@ -33,6 +34,8 @@ from cosydesk.ui.voice_dialog import VoiceProfileDialog
 from cosydesk.ui.worker import ChunkInfo, ModelSummary, SynthController, UtteranceResult
 
 SPEAKER, PROFILE = "speaker", "profile"
+# File > Open text…: larger files are refused with a message (a book is hours of speech; the editor stays responsive)
+MAX_TEXT_FILE_BYTES = 4 * 1024 * 1024
 
 
 def voice_key(kind: str, name: str) -> str:
@@ -180,10 +183,13 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         menu = self.menuBar()
         self.file_menu = menu.addMenu("")
+        self.open_text_action = QAction(self)
+        self.open_text_action.setShortcut(QKeySequence.StandardKey.Open)
         self.export_action = QAction(self)
         self.export_action.setShortcut(QKeySequence.StandardKey.Save)
         self.quit_action = QAction(self)
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.file_menu.addAction(self.open_text_action)
         self.file_menu.addAction(self.export_action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.quit_action)
@@ -240,6 +246,7 @@ class MainWindow(QMainWindow):
         self.stop_button.clicked.connect(self.stop)
         self.export_button.clicked.connect(self._ask_export)
         self.export_action.triggered.connect(self._ask_export)
+        self.open_text_action.triggered.connect(self._ask_open_text)
         self.quit_action.triggered.connect(self.close)
         self.diagnostics_action.triggered.connect(lambda: self.open_diagnostics())
         self.speak_action.triggered.connect(self.speak)
@@ -296,6 +303,7 @@ class MainWindow(QMainWindow):
         self.export_button.setText(self.tr("Export WAV…"))
         self.history_dock.setWindowTitle(self.tr("History"))
         self.file_menu.setTitle(self.tr("&File"))
+        self.open_text_action.setText(self.tr("Open text…"))
         self.export_action.setText(self.tr("Export current utterance…"))
         self.quit_action.setText(self.tr("Quit"))
         self.speak_action.setText(self.tr("Speak"))
@@ -580,6 +588,28 @@ class MainWindow(QMainWindow):
                 self.show_message(self.tr("Could not save to history: {e}").format(e=error), True)
         if self.state == "speaking":
             self._set_state("ready")
+
+    # ------------------------------------------------------------------------------------------ open text
+    def _ask_open_text(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open text"), "",
+                                              self.tr("Text files (*.txt);;All files (*)"))
+        if path:
+            self.open_text_file(path)
+
+    def open_text_file(self, path: str | Path) -> bool:
+        """Put a text file's contents in the editor (UTF-8, invalid bytes shown as U+FFFD, as the CLI reads
+        ``--text-file``). Replaces the editor's text as one edit, so Ctrl+Z brings the old text back; a file that
+        cannot be read leaves the editor as it was and says why."""
+        try:
+            text = read_text_file(path, max_bytes=MAX_TEXT_FILE_BYTES)
+        except TextFileError as error:
+            self.show_message(str(error), True)
+            return False
+        cursor = self.text_edit.textCursor()
+        cursor.select(QTextCursor.SelectionType.Document)
+        cursor.insertText(text)
+        self.show_message(self.tr("Opened {name}").format(name=Path(path).name), False)
+        return True
 
     # ------------------------------------------------------------------------------------------ export
     def _ask_export(self) -> None:

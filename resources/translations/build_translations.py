@@ -36,6 +36,10 @@ ZH_CN = {
     "Export audio": "导出音频",
     "WAV audio (*.wav);;FLAC audio (*.flac)": "WAV 音频 (*.wav);;FLAC 音频 (*.flac)",
     "Saved {path}": "已保存 {path}",
+    "Open text…": "打开文本…",
+    "Open text": "打开文本",
+    "Text files (*.txt);;All files (*)": "文本文件 (*.txt);;所有文件 (*)",
+    "Opened {name}": "已打开 {name}",
     # main window
     "Audio: {m}": "音频：{m}",
     "CosyDesk — local speech synthesis": "CosyDesk — 本地语音合成",

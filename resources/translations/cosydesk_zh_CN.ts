@@ -109,6 +109,10 @@
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
+        <source>Open text…</source>
+        <translation>打开文本…</translation>
+    </message>
+    <message>
         <source>Export current utterance…</source>
         <translation>导出当前语音…</translation>
     </message>
@@ -187,6 +191,18 @@
     <message>
         <source>Could not save to history: {e}</source>
         <translation>无法保存到历史记录：{e}</translation>
+    </message>
+    <message>
+        <source>Open text</source>
+        <translation>打开文本</translation>
+    </message>
+    <message>
+        <source>Text files (*.txt);;All files (*)</source>
+        <translation>文本文件 (*.txt);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Opened {name}</source>
+        <translation>已打开 {name}</translation>
     </message>
     <message>
         <source>Nothing to export yet: speak something first.</source>

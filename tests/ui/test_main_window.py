@@ -194,6 +194,40 @@ def test_voice_profile_becomes_a_prompt_request(qtbot, data_dir, fake_model_dir)
     window.shutdown()
 
 
+def test_open_text_file_fills_the_editor_undoably_and_speaks_it(qtbot, data_dir, fake_model_dir, tmp_path,
+                                                                monkeypatch):
+    """File > Open text… (Ctrl+O): UTF-8 with a bad byte opens (U+FFFD in its place) and is what Speak sends; the
+    old text is one Ctrl+Z away; a missing or oversized file changes nothing and says why."""
+    from PySide6.QtGui import QKeySequence
+
+    import cosydesk.ui.main_window as main_window
+
+    made = factory()
+    window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir)
+    assert window.open_text_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Open)
+    assert window.open_text_action in window.file_menu.actions()
+    window.text_edit.setPlainText("typed before")
+    path = tmp_path / "chapter.txt"
+    path.write_bytes("第一章。Hello ".encode() + b"\xff" + " world.\n".encode())  # one invalid UTF-8 byte
+    assert window.open_text_file(path)
+    assert window.text_edit.toPlainText() == "第一章。Hello \ufffd world.\n"
+    assert "chapter.txt" in window.error_label.text()
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000):
+        window.speak_button.click()
+    assert made.made[-1].requests[-1].text == "第一章。Hello \ufffd world.\n"
+    window.text_edit.undo()
+    assert window.text_edit.toPlainText() == "typed before"
+
+    assert not window.open_text_file(tmp_path / "missing.txt")
+    assert "cannot read" in window.error_label.text() and "missing.txt" in window.error_label.text()
+    monkeypatch.setattr(main_window, "MAX_TEXT_FILE_BYTES", 10)
+    assert not window.open_text_file(path)
+    assert "split it" in window.error_label.text()
+    assert window.text_edit.toPlainText() == "typed before"
+    wait_idle(qtbot, window)
+    window.shutdown()
+
+
 def test_language_switch_to_chinese_and_back(qtbot, data_dir):
     window = make_window(qtbot, data_dir, factory())
     assert window.set_language("zh_CN") == "zh_CN"
