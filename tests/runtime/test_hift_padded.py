@@ -204,9 +204,9 @@ def test_final_chunk_graphs_are_on_unless_turned_off(monkeypatch):
 @pytest.mark.parametrize("version,calls", [("v2", ((10, 3840), (57, 3840), (100, 0), (211, 3840))),
                                            ("v1", ((54, 5120), (106, 5120), (172, 0), (204, 0), (224, 5120)))])
 def test_free_length_calls_replay_padded_graphs_on_the_gpu(request, version, calls, monkeypatch):
-    """With the padded graphs on (v2's final chunks by default; v1's calls with ``COSYDESK_V1_HIFT_GRAPHS=1``) a
-    free-length call replays a padded graph (no eager call) and gives what the same float16 vocoder gives eagerly
-    on the unpadded mel; repeated calls allocate nothing."""
+    """With the padded graphs on (v2's final chunks and v1's calls, both by default) a free-length call replays
+    a padded graph (no eager call) and gives what the same float16 vocoder gives eagerly on the unpadded mel;
+    repeated calls allocate nothing."""
     from tests.runtime.test_cudagraph import _graph_model
 
     monkeypatch.setenv("COSYDESK_FINAL_HIFT_GRAPHS", "1")
@@ -231,6 +231,38 @@ def test_free_length_calls_replay_padded_graphs_on_the_gpu(request, version, cal
     torch.cuda.synchronize()
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == reserved
 
+
+@cuda
+@pytest.mark.gpu
+def test_v1_streamed_requests_replay_vocoder_graphs_and_reserve_nothing_new(tiny_v1, monkeypatch):
+    """Default settings, whole streamed v1 requests (two windows and a final one): every vocoder call replays a
+    padded graph, and after one warm-up request further ones give the same audio and reserve no new memory."""
+    import numpy as np
+
+    from cosydesk.runtime.token2wav import stream_token2wav
+    from tests.runtime.test_cudagraph import _graph_model
+
+    monkeypatch.delenv("COSYDESK_V1_HIFT_GRAPHS", raising=False)
+    model = _graph_model(tiny_v1)
+    g = torch.Generator().manual_seed(0)
+    prompt_token = torch.randint(0, 4096, (1, 20), generator=g)
+    prompt_feat, embedding = torch.randn(1, 40, 80, generator=g), torch.randn(1, 192, generator=g)
+    tokens = torch.randint(0, 4096, (1, 250), generator=g)
+
+    def request():
+        return [c for c in stream_token2wav(model, tokens, prompt_token, prompt_feat, embedding, zero_noise=True)]
+
+    first = request()
+    torch.cuda.synchronize()
+    stats = torch.cuda.memory_stats()
+    reserved, segments = stats["reserved_bytes.all.current"], stats["segment.all.current"]
+    for _ in range(3):
+        again = request()
+        assert len(again) == len(first) >= 3 and all(np.array_equal(a, b) for a, b in zip(first, again))
+    torch.cuda.synchronize()
+    stats = torch.cuda.memory_stats()
+    assert stats["reserved_bytes.all.current"] == reserved and stats["segment.all.current"] == segments
+    assert model.hift.eager_calls == 0
 
 
 def _v1_calls(tokens: int) -> list[tuple[int, int]]:
@@ -294,10 +326,10 @@ def test_redraw_writes_fresh_draws_of_the_official_kinds_in_place(tiny_v2, tiny_
         assert abs(float(noise.mean())) < 0.02 and abs(float(noise.std()) - 1) < 0.02
 
 
-def test_v1_vocoder_graphs_are_off_unless_asked_for(monkeypatch):
+def test_v1_vocoder_graphs_are_on_unless_turned_off(monkeypatch):
     from cosydesk.runtime.cudagraph.hift import v1_hift_graphs_wanted
 
     monkeypatch.delenv("COSYDESK_V1_HIFT_GRAPHS", raising=False)
-    assert not v1_hift_graphs_wanted()
-    monkeypatch.setenv("COSYDESK_V1_HIFT_GRAPHS", "1")
     assert v1_hift_graphs_wanted()
+    monkeypatch.setenv("COSYDESK_V1_HIFT_GRAPHS", "0")
+    assert not v1_hift_graphs_wanted()

@@ -1,5 +1,5 @@
 """The v1/v2 vocoder on a mel padded to a bucket, exact on the valid frames: a call of free length (v2's final
-chunk of a sentence; every v1 call, with ``COSYDESK_V1_HIFT_GRAPHS=1``) can then replay a captured graph instead
+chunk of a sentence; every v1 call) can then replay a captured graph instead
 of launching ~640 kernels from Python.
 
 Why: HiFT v1/v2 is not causal (symmetric convolutions, centred STFT and iSTFT), so zeros appended to a mel change

@@ -8,8 +8,8 @@ time-major rows with its resnets as conv kernels (``row_estimator.py``), v1's ot
 (``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
 v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the final chunk's padded
 form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
-bucket (``GraphedEncoder``). v1's flow encoder and v3's causal HiFT stream run eager; v1's HiFT too, unless
-``COSYDESK_V1_HIFT_GRAPHS=1`` (padded graphs per mel bucket; off until timed on a GPU).
+bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket
+(``COSYDESK_V1_HIFT_GRAPHS=0`` keeps it eager). v1's flow encoder and v3's causal HiFT stream run eager.
 """
 
 from __future__ import annotations
