@@ -40,6 +40,8 @@ ZH_CN = {
     "Open text": "打开文本",
     "Text files (*.txt);;All files (*)": "文本文件 (*.txt);;所有文件 (*)",
     "Opened {name}": "已打开 {name}",
+    "Drop one file or folder at a time.": "请一次只拖入一个文件或文件夹。",
+    "Drop one recording at a time.": "请一次只拖入一段录音。",
     # main window
     "Audio: {m}": "音频：{m}",
     "CosyDesk — local speech synthesis": "CosyDesk — 本地语音合成",

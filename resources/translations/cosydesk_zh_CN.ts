@@ -205,6 +205,10 @@
         <translation>已打开 {name}</translation>
     </message>
     <message>
+        <source>Drop one file or folder at a time.</source>
+        <translation>请一次只拖入一个文件或文件夹。</translation>
+    </message>
+    <message>
         <source>Nothing to export yet: speak something first.</source>
         <translation>还没有可导出的语音：请先朗读。</translation>
     </message>
@@ -440,6 +444,10 @@
     <message>
         <source>Audio (*.wav *.flac *.ogg);;All files (*)</source>
         <translation>音频 (*.wav *.flac *.ogg);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Drop one recording at a time.</source>
+        <translation>请一次只拖入一段录音。</translation>
     </message>
     <message>
         <source>{seconds} s at {rate} Hz</source>

@@ -31,3 +31,26 @@ def wait_idle(qtbot, window: MainWindow, timeout: int = 30000) -> None:
     """Until no job is running and the player has gone quiet."""
     qtbot.waitUntil(lambda: window.current_job is None and window.controller.pending_jobs == 0
                     and not window.player.is_playing, timeout=timeout)
+
+
+def drag_and_drop(widget, paths=(), text: str | None = None) -> list[bool]:
+    """Drag local ``paths`` (or plain ``text``) onto ``widget`` and drop them at its centre, as a file manager
+    would: DragEnter, DragMove, Drop sent through Qt's event dispatch. Returns whether each event was accepted."""
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
+    from PySide6.QtWidgets import QApplication
+
+    mime = QMimeData()
+    if paths:
+        mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    if text is not None:
+        mime.setText(text)
+    centre = widget.rect().center()
+    copy, left, none = Qt.DropAction.CopyAction, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    events = [QDragEnterEvent(centre, copy, mime, left, none), QDragMoveEvent(centre, copy, mime, left, none),
+              QDropEvent(QPointF(centre), copy, mime, left, none)]
+    accepted = []
+    for event in events:
+        QApplication.sendEvent(widget, event)
+        accepted.append(event.isAccepted())
+    return accepted

@@ -134,6 +134,21 @@ def test_voice_dialog_validation_and_save(qtbot, tmp_path):
     assert store.names() == ["Bob"] and dialog.profile.transcript == "hello, this is Bob speaking"
 
 
+def test_voice_dialog_takes_a_dropped_recording(qtbot, tmp_path):
+    """A recording dragged onto the dialog (or onto its transcript field) loads as "Choose WAV file…" would; a
+    folder or two files at once are refused with a message and change nothing."""
+    from tests.ui.helpers import drag_and_drop
+
+    dialog = VoiceProfileDialog(VoiceProfileStore(tmp_path / "voices"))
+    qtbot.addWidget(dialog)
+    sf.write(tmp_path / "Carol.wav", _speech(5), 24000)
+    drag_and_drop(dialog, [tmp_path, tmp_path / "Carol.wav"])
+    assert dialog.pcm is None and "one recording" in dialog.problems_label.text()
+    assert drag_and_drop(dialog.transcript_edit.viewport(), [tmp_path / "Carol.wav"]) == [True, True, True]
+    assert dialog.pcm is not None and dialog.name_edit.text() == "Carol" and dialog.problems_label.text() == ""
+    assert dialog.transcript_edit.toPlainText() == ""  # the path was not typed into the field
+
+
 def test_voice_dialog_microphone_recording(qtbot, tmp_path):
     class FakeMic:
         def __init__(self, sample_rate, max_seconds):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -225,6 +226,53 @@ def test_open_text_file_fills_the_editor_undoably_and_speaks_it(qtbot, data_dir,
     assert "split it" in window.error_label.text()
     assert window.text_edit.toPlainText() == "typed before"
     wait_idle(qtbot, window)
+    window.shutdown()
+
+
+def test_dropped_files_open_where_they_belong(qtbot, data_dir, fake_model_dir, tmp_path):
+    """Dragged from a file manager: a text file onto the editor replaces its text (one Ctrl+Z brings it back), a
+    recording onto the window opens a new voice with it loaded, a model folder goes to the model manager and
+    loads; two files at once change nothing and say so; a plain text drag still drops into the editor."""
+    import shutil
+
+    from PySide6.QtWidgets import QApplication
+
+    from cosydesk.settings import Key
+    from cosydesk.ui.model_manager import ModelManagerDialog
+    from cosydesk.ui.voice_dialog import VoiceProfileDialog
+    from tests.ui.helpers import drag_and_drop
+
+    window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
+    window.text_edit.setPlainText("typed before")
+    story = tmp_path / "story.txt"
+    story.write_text("从前有座山。\n", encoding="utf-8")
+    assert drag_and_drop(window.text_edit.viewport(), [story]) == [True, True, True]
+    assert window.text_edit.toPlainText() == "从前有座山。\n" and "story.txt" in window.error_label.text()
+    window.text_edit.undo()
+    assert window.text_edit.toPlainText() == "typed before"
+
+    assert drag_and_drop(window.text_edit.viewport(), [story, story])[-1]
+    assert "one file" in window.error_label.text() and window.text_edit.toPlainText() == "typed before"
+
+    t = np.arange(24000 * 5) / 24000
+    speech = (0.3 * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) * np.sin(2 * np.pi * 200 * t)).astype(np.float32)
+    sf.write(tmp_path / "Alice.flac", speech, 24000)
+    drag_and_drop(window.centralWidget(), [tmp_path / "Alice.flac"])
+    dialogs = [w for w in QApplication.topLevelWidgets() if isinstance(w, VoiceProfileDialog) and w.isVisible()]
+    assert len(dialogs) == 1 and dialogs[0].pcm is not None and dialogs[0].name_edit.text() == "Alice"
+    dialogs[0].reject()
+
+    second = shutil.copytree(fake_model_dir, tmp_path / "SecondModel")
+    drag_and_drop(window.centralWidget(), [second])
+    managers = [w for w in QApplication.topLevelWidgets() if isinstance(w, ModelManagerDialog) and w.isVisible()]
+    assert len(managers) == 1 and "Added" in managers[0].status.text()
+    assert str(second) in window.settings.get(Key.EXTRA_MODEL_DIRS)
+    qtbot.waitUntil(lambda: window.state == "ready" and window.model is not None
+                    and Path(window.model.model_dir) == second, timeout=30000)
+    managers[0].reject()
+
+    drag_and_drop(window.text_edit.viewport(), text=" and more")
+    assert "and more" in window.text_edit.toPlainText() and "typed before" in window.text_edit.toPlainText()
     window.shutdown()
 
 
