@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     say = sub.add_parser("say", help="synthesise text to a WAV file or the speakers")
     say.add_argument("text", nargs="?", help="what to say (or use --text-file)")
-    say.add_argument("--text-file", help="read the text from this file (UTF-8; undecodable bytes become U+FFFD)")
+    say.add_argument("--text-file", help="read the text from this file (UTF-8, UTF-16 with a byte-order mark, or GBK/GB18030; "
+                     "undecodable bytes become U+FFFD)")
     say.add_argument("--model", help="model folder or catalogue name")
     say.add_argument("--speaker", help="SFT speaker (see `cosydesk say --list-speakers`)")
     say.add_argument("--instruct", help="emotion / style instruction or preset name")

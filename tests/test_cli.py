@@ -110,3 +110,6 @@ def test_text_file_with_invalid_utf8(tiny_v2_dir, tmp_path):
     assert sf.read(out)[0].size > 0
     missing = run_cli("say", "--text-file", str(tmp_path / "nope.txt"), "--model", str(tiny_v2_dir))
     assert missing.returncode == 2 and missing.stderr.strip().startswith("cosydesk: error: cannot read")
+    (tmp_path / "song.mp3").write_bytes(b"ID3\x04\x00\x00\x00\x00\x00\x00binary")
+    binary = run_cli("say", "--text-file", str(tmp_path / "song.mp3"), "--model", str(tiny_v2_dir))
+    assert binary.returncode == 2 and "song.mp3 does not look like a text file" in binary.stderr
