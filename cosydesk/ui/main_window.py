@@ -244,6 +244,10 @@ class MainWindow(QMainWindow):
         self.diagnostics_action = QAction(self)
         self.diagnostics_action.setObjectName("diagnosticsAction")
         self.help_menu.addAction(self.diagnostics_action)
+        self.about_action = QAction(self)
+        self.about_action.setObjectName("aboutAction")
+        self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
+        self.help_menu.addAction(self.about_action)
 
     def _connect(self) -> None:
         self.speak_button.clicked.connect(self.speak)
@@ -253,6 +257,7 @@ class MainWindow(QMainWindow):
         self.open_text_action.triggered.connect(self._ask_open_text)
         self.quit_action.triggered.connect(self.close)
         self.diagnostics_action.triggered.connect(lambda: self.open_diagnostics())
+        self.about_action.triggered.connect(lambda: self.open_about())
         self.speak_action.triggered.connect(self.speak)
         self.stop_action.triggered.connect(self.stop)
         self.models_button.clicked.connect(lambda: self.open_model_manager())
@@ -291,6 +296,15 @@ class MainWindow(QMainWindow):
         dialog.show()
         return dialog
 
+    def open_about(self):
+        """Help → About CosyDesk: version, libraries, data and models folders (non-modal)."""
+        from cosydesk.ui.about import AboutDialog
+
+        dialog = AboutDialog(self.data_dir, self.models_dir or hub.default_models_dir(), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
     def retranslate(self) -> None:
         self.setWindowTitle(self.tr("CosyDesk — local speech synthesis"))
         self.model_label_caption.setText(self.tr("Model"))
@@ -323,6 +337,7 @@ class MainWindow(QMainWindow):
         self.view_menu.setTitle(self.tr("&View"))
         self.help_menu.setTitle(self.tr("&Help"))
         self.diagnostics_action.setText(self.tr("Diagnostics…"))
+        self.about_action.setText(self.tr("About CosyDesk"))
         self.speaker_combo.setAccessibleName(self.tr("Voice"))
         self.style_combo.setAccessibleName(self.tr("Style"))
         self.text_edit.setAccessibleName(self.tr("Text to speak"))

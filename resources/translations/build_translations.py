@@ -26,6 +26,16 @@ ZH_CN = {
     # help / diagnostics
     "&Help": "帮助(&H)",
     "Diagnostics…": "诊断…",
+    "About CosyDesk": "关于 CosyDesk",
+    "Version": "版本",
+    "Runs on": "运行环境",
+    "Data folder": "数据文件夹",
+    "Models folder": "模型文件夹",
+    "Local, real-time CosyVoice speech synthesis on your own GPU.": "在你自己的显卡上本地、实时地运行 CosyVoice 语音合成。",
+    "CosyDesk is licensed under Apache-2.0. The CosyVoice models are by FunAudioLLM (Alibaba Tongyi Lab), under the licences their model cards state.":
+        "CosyDesk 以 Apache-2.0 许可发布。CosyVoice 模型由 FunAudioLLM（阿里巴巴通义实验室）提供，许可以各模型卡为准。",
+    "Open data folder": "打开数据文件夹",
+    "No file manager could open {path}; copy the path above.": "没有文件管理器能打开 {path}；请复制上面的路径。",
     "Diagnostics": "诊断",
     "Checking the GPU, TensorRT, audio, fonts and models…": "正在检查显卡、TensorRT、音频、字体和模型…",
     # history

@@ -1,6 +1,45 @@
 <?xml version='1.0' encoding='utf-8'?>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>AboutDialog</name>
+    <message>
+        <source>About CosyDesk</source>
+        <translation>关于 CosyDesk</translation>
+    </message>
+    <message>
+        <source>Version</source>
+        <translation>版本</translation>
+    </message>
+    <message>
+        <source>Runs on</source>
+        <translation>运行环境</translation>
+    </message>
+    <message>
+        <source>Data folder</source>
+        <translation>数据文件夹</translation>
+    </message>
+    <message>
+        <source>Models folder</source>
+        <translation>模型文件夹</translation>
+    </message>
+    <message>
+        <source>Local, real-time CosyVoice speech synthesis on your own GPU.</source>
+        <translation>在你自己的显卡上本地、实时地运行 CosyVoice 语音合成。</translation>
+    </message>
+    <message>
+        <source>CosyDesk is licensed under Apache-2.0. The CosyVoice models are by FunAudioLLM (Alibaba Tongyi Lab), under the licences their model cards state.</source>
+        <translation>CosyDesk 以 Apache-2.0 许可发布。CosyVoice 模型由 FunAudioLLM（阿里巴巴通义实验室）提供，许可以各模型卡为准。</translation>
+    </message>
+    <message>
+        <source>Open data folder</source>
+        <translation>打开数据文件夹</translation>
+    </message>
+    <message>
+        <source>No file manager could open {path}; copy the path above.</source>
+        <translation>没有文件管理器能打开 {path}；请复制上面的路径。</translation>
+    </message>
+</context>
+<context>
     <name>DiagnosticsDialog</name>
     <message>
         <source>Diagnostics</source>
@@ -155,6 +194,10 @@
     <message>
         <source>Diagnostics…</source>
         <translation>诊断…</translation>
+    </message>
+    <message>
+        <source>About CosyDesk</source>
+        <translation>关于 CosyDesk</translation>
     </message>
     <message>
         <source>Text to speak</source>
