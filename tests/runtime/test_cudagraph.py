@@ -298,6 +298,46 @@ def test_decode_ahead_stops_at_the_static_cache_like_decode_step_cpu(tiny_v2_mod
     assert counts[0] == counts[1] and counts[0]
 
 
+@pytest.mark.parametrize("ahead", [2, 3])
+def test_more_steps_queued_ahead_change_no_token_cpu(tiny_v2_model, ahead, monkeypatch):
+    """``COSYDESK_DECODE_AHEAD`` (default 3): with 2 or 3 steps queued before each read, the same ids as with 1
+    (greedy run to its length, seeded sampling, forced ids), the stop id ends at the same token (the extra
+    steps are dropped), and the cache-full error comes after the same last token."""
+    import copy
+
+    from cosydesk.runtime.errors import TooLongError
+
+    text, prompt_text, prompt_speech = _prompt(3)
+    args = (text, prompt_text, prompt_speech, None)
+    forced = [7, 6000, 12, 12, 12, 3000]
+
+    def outputs(lm, max_len=256):
+        static = _static_lm(lm, max_len=max_len)
+        runs = [list(static.generate_speech_tokens(*args, greedy=True)),
+                list(static.generate_speech_tokens(*args, generator=torch.Generator().manual_seed(5))),
+                list(static.generate_speech_tokens(*args, forced=forced))]
+        got = []
+        with pytest.raises(TooLongError):
+            for token in _static_lm(lm, max_len=60).generate_speech_tokens(*args, greedy=True):
+                got.append(token)
+        return static.ahead, runs + [got]
+
+    lm = copy.deepcopy(tiny_v2_model.llm)
+    monkeypatch.delenv("COSYDESK_DECODE_AHEAD", raising=False)
+    assert _static_lm(lm).ahead == 3
+    monkeypatch.setenv("COSYDESK_DECODE_AHEAD", "1")
+    one, reference = outputs(lm)
+    monkeypatch.setenv("COSYDESK_DECODE_AHEAD", str(ahead))
+    more, queued = outputs(lm)
+    assert (one, more) == (1, ahead) and queued == reference and reference[3]
+    _biased_decoder(lm, {lm.eos_id: 1e4})  # eos wins once allowed: the stop lands while steps are queued
+    monkeypatch.setenv("COSYDESK_DECODE_AHEAD", "1")
+    stopped = list(_static_lm(lm).generate_speech_tokens(*args, greedy=True))
+    monkeypatch.setenv("COSYDESK_DECODE_AHEAD", str(ahead))
+    assert list(_static_lm(lm).generate_speech_tokens(*args, greedy=True)) == stopped
+    assert len(stopped) == 2 * text.shape[1]
+
+
 def test_decode_layer_gemv_form_matches_gemm_and_sdpa_cpu():
     """The compiled decode layer's multiply + reduce projections and attention equal F.linear + SDPA (GQA)."""
     from cosydesk.runtime.cudagraph.qwen import decoder_layer
