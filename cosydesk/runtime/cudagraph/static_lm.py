@@ -31,9 +31,9 @@ from cosydesk.runtime.errors import NumericalError, TooLongError
 
 # Decode steps queued ahead of the id the host reads (1: only the step after it). More give the GPU work while
 # the LLM thread waits for its consumer or the GIL; each extra one is a dropped step when a stop id comes.
-# H200, v2 full size, 2 x 50 sentences per setting in one process (exp. probe 47): 1 / 2 / 3 steps gave
-# 0.532 / 0.523 / 0.518 and 0.539 / 0.532 / 0.525 ms per token, sentence mean 73.1 / 72.9 / 72.2 and 73.1 /
-# 72.6 / 72.4 ms, first audio unchanged (a shorter GIL switch interval, 0.5 ms, changed nothing).
+# H200, v2 full size, 2 x 50 sentences per setting in one process (docs/bench/h200-v2-decode-ahead-ab): 1 / 2 /
+# 3 steps gave 0.532 / 0.523 / 0.518 and 0.539 / 0.532 / 0.525 ms per token, sentence mean 73.1 / 72.9 / 72.2
+# and 73.1 / 72.6 / 72.4 ms, first audio unchanged (a shorter GIL switch interval, 0.5 ms, changed nothing).
 DECODE_AHEAD = 3
 
 
