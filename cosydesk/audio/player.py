@@ -68,6 +68,12 @@ class PlaybackStats:
         return self.frames_played / self.sample_rate if self.sample_rate else 0.0
 
 
+# The device buffer PortAudio is asked for. The callback is Python and needs the GIL, which another thread of the
+# app may hold for up to the interpreter's 5 ms switch interval: with PortAudio's "low" (8.7 ms on PulseAudio) one
+# such thread made playback click or nearly stall; with 30 ms it played cleanly (tests/audio/test_player_realtime.py).
+OUTPUT_LATENCY_S = 0.03
+
+
 class Player:
     """One output stream at a time, reopened per utterance.
 
@@ -76,7 +82,7 @@ class Player:
     """
 
     def __init__(self, device: int | str | None = None, buffer_seconds: float = 60.0,
-                 latency: str | float = "low", sd_module: Any | None = None) -> None:
+                 latency: str | float = OUTPUT_LATENCY_S, sd_module: Any | None = None) -> None:
         self._sd = sd_module
         self.device = device
         self._buffer_seconds = buffer_seconds
