@@ -37,3 +37,41 @@ def drop_kind(path: Path) -> DropKind:
     if path.is_dir():
         return "folder"
     return "audio" if path.suffix.lower() in audio_suffixes() else "text"
+
+
+class FileDrops:
+    """Mixin, listed before the Qt widget class: local files dragged onto the widget, or onto the fields given to
+    ``accept_file_drops`` (text fields would otherwise insert the path), go to ``files_dropped``; other drags
+    reach the widget under the cursor as usual."""
+
+    def accept_file_drops(self, *fields) -> None:
+        self.setAcceptDrops(True)
+        for field in fields:
+            field.installEventFilter(self)
+
+    def files_dropped(self, paths: list[Path]) -> None:
+        raise NotImplementedError
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802
+        if event.type() in DRAG_EVENTS and dropped_paths(event.mimeData()):
+            self._take_file_drag(event)
+            return True
+        return super().eventFilter(watched, event)
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        self._take_file_drag(event)
+
+    def dragMoveEvent(self, event) -> None:  # noqa: N802
+        self._take_file_drag(event)
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        self._take_file_drag(event)
+
+    def _take_file_drag(self, event) -> None:
+        paths = dropped_paths(event.mimeData())
+        if not paths:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        if event.type() == QEvent.Type.Drop:
+            self.files_dropped(paths)

@@ -23,7 +23,7 @@ from cosydesk.audio.profiles import VoiceProfileStore
 from cosydesk.frontend.text_file import TextFileError, read_text_file
 from cosydesk.runtime.types import Request
 from cosydesk.settings import Key, Settings
-from cosydesk.ui.drops import DRAG_EVENTS, drop_kind, dropped_paths
+from cosydesk.ui.drops import FileDrops, drop_kind
 from cosydesk.telemetry.sampler import TelemetrySampler
 from cosydesk.ui import i18n
 from cosydesk.ui.history import HistoryStore
@@ -44,7 +44,7 @@ def voice_key(kind: str, name: str) -> str:
     return f"{kind}:{name}"
 
 
-class MainWindow(QMainWindow):
+class MainWindow(FileDrops, QMainWindow):
     def __init__(self, settings: Settings | None = None, synthesizer_factory=None, player: Player | None = None,
                  sampler: TelemetrySampler | None = None, data_dir: Path | None = None, warmup: bool = True,
                  models_dir: Path | None = None) -> None:
@@ -79,9 +79,7 @@ class MainWindow(QMainWindow):
         self.housekeeping.setInterval(100)
         self.housekeeping.timeout.connect(self._tick)
         self.housekeeping.start()
-        # files dragged onto the window or the editor (the editor's own text drags pass through)
-        self.setAcceptDrops(True)
-        self.text_edit.viewport().installEventFilter(self)
+        self.accept_file_drops(self.text_edit.viewport())  # files onto the window or the editor: files_dropped
 
     # ------------------------------------------------------------------------------------------ building
     def _build_widgets(self) -> None:
@@ -631,7 +629,7 @@ class MainWindow(QMainWindow):
         return True
 
     # ------------------------------------------------------------------------------------------ dropped files
-    def open_dropped(self, paths: list[Path]) -> bool:
+    def files_dropped(self, paths: list[Path]) -> bool:
         """Files dragged onto the window: a folder goes to the model manager (as "Add folder…"), a recording to a
         new voice (the voice dialog with it loaded), anything else to the editor (as File > Open text…)."""
         if len(paths) != 1:
@@ -644,31 +642,6 @@ class MainWindow(QMainWindow):
         if kind == "audio":
             return self.open_voice_dialog(modal=False).load_file(path)
         return self.open_text_file(path)
-
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802
-        if (watched is self.text_edit.viewport() and event.type() in DRAG_EVENTS
-                and dropped_paths(event.mimeData())):
-            self._take_drag(event)
-            return True
-        return super().eventFilter(watched, event)
-
-    def dragEnterEvent(self, event) -> None:  # noqa: N802
-        self._take_drag(event)
-
-    def dragMoveEvent(self, event) -> None:  # noqa: N802
-        self._take_drag(event)
-
-    def dropEvent(self, event) -> None:  # noqa: N802
-        self._take_drag(event)
-
-    def _take_drag(self, event) -> None:
-        paths = dropped_paths(event.mimeData())
-        if not paths:
-            event.ignore()
-            return
-        event.acceptProposedAction()
-        if event.type() == QEvent.Type.Drop:
-            self.open_dropped(paths)
 
     # ------------------------------------------------------------------------------------------ export
     def _ask_export(self) -> None:

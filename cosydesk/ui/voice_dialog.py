@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QEvent, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
@@ -13,10 +13,10 @@ from cosydesk.audio.player import AudioDeviceError
 from cosydesk.audio.profiles import (MAX_SECONDS, ProfileError, VoiceProfile, VoiceProfileStore, check_prompt_audio,
                                      load_prompt_audio)
 from cosydesk.audio.recorder import MicRecorder
-from cosydesk.ui.drops import DRAG_EVENTS, dropped_paths
+from cosydesk.ui.drops import FileDrops
 
 
-class VoiceProfileDialog(QDialog):
+class VoiceProfileDialog(FileDrops, QDialog):
     def __init__(self, store: VoiceProfileStore, reserved_names: tuple[str, ...] = (),
                  recorder_factory=MicRecorder, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,10 +69,8 @@ class VoiceProfileDialog(QDialog):
         self.setWindowTitle(self.tr("New voice profile"))
         self.file_button.clicked.connect(self._ask_file)
         self.record_button.toggled.connect(self._toggle_recording)
-        # a recording dragged onto the dialog loads as "Choose WAV file…" would (its text fields included)
-        self.setAcceptDrops(True)
-        for field in (self.name_edit, self.transcript_edit.viewport()):
-            field.installEventFilter(self)
+        # a recording dragged onto the dialog (its text fields included) loads as "Choose WAV file…" would
+        self.accept_file_drops(self.name_edit, self.transcript_edit.viewport())
         self._meter = QTimer(self)
         self._meter.setInterval(100)
         self._meter.timeout.connect(self._update_meter)
@@ -95,29 +93,7 @@ class VoiceProfileDialog(QDialog):
             self.name_edit.setText(Path(path).stem)
         return True
 
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802
-        if event.type() in DRAG_EVENTS and dropped_paths(event.mimeData()):
-            self._take_drag(event)
-            return True
-        return super().eventFilter(watched, event)
-
-    def dragEnterEvent(self, event) -> None:  # noqa: N802
-        self._take_drag(event)
-
-    def dragMoveEvent(self, event) -> None:  # noqa: N802
-        self._take_drag(event)
-
-    def dropEvent(self, event) -> None:  # noqa: N802
-        self._take_drag(event)
-
-    def _take_drag(self, event) -> None:
-        paths = dropped_paths(event.mimeData())
-        if not paths:
-            event.ignore()
-            return
-        event.acceptProposedAction()
-        if event.type() != QEvent.Type.Drop:
-            return
+    def files_dropped(self, paths: list[Path]) -> None:
         if len(paths) != 1 or paths[0].is_dir():
             self._show_problems([self.tr("Drop one recording at a time.")])
             return
