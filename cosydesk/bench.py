@@ -323,7 +323,8 @@ def kernel_paths(model) -> dict:
     """Which decode / estimator paths a backend model runs, so the JSON says what was measured: the LLM
     decode step as Triton kernels, a static graph of torch ops, or the plain module; the next id chosen by the
     Triton selector, its compiled torch form on the device, or on the host; how many of the estimator's
-    transformer blocks run the Triton flow kernels, whether the estimator computes on rows (conv kernels), and how
+    transformer blocks run the Triton flow kernels, whether the estimator computes on rows (conv kernels), how many
+    decode steps the LLM queues ahead of each read (``COSYDESK_DECODE_AHEAD``; None: no decode-ahead loop), and how
     many padded graphs serve the vocoder's free-length calls (v2's final chunks, ``COSYDESK_FINAL_HIFT_GRAPHS``;
     v1's calls, ``COSYDESK_V1_HIFT_GRAPHS``)."""
     llm = model.llm
@@ -340,7 +341,8 @@ def kernel_paths(model) -> dict:
     else:
         select = "device torch" if hasattr(llm, "selector") else "host"
     rows = type(estimator).__name__ == "RowCausalDecoder"
-    return {"llm_decode": decode, "token_select": select, "flow_triton_blocks": blocks, "flow_row_estimator": rows,
+    return {"llm_decode": decode, "token_select": select, "llm_decode_ahead": getattr(llm, "ahead", None),
+            "flow_triton_blocks": blocks, "flow_row_estimator": rows,
             "hift_final_graphs": len(getattr(model.hift, "padded", {}))}
 
 

@@ -56,8 +56,9 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert 0 < m["first_audio_ms"]["p50"] <= m["total_ms"]["p99"] + 1e-6
     assert m["rtf"] > 0 and m["fidelity"]["nan_count"] == 0
     assert m["stages"]["llm_ms_per_token"] > 0 and m["stages"]["llm_prefill_ms"] > 0
-    assert m["kernels"] == {"llm_decode": "module", "token_select": "host", "flow_triton_blocks": 0,
-                            "flow_row_estimator": False, "hift_final_graphs": 0}  # eager: the plain modules
+    assert m["kernels"] == {"llm_decode": "module", "token_select": "host", "llm_decode_ahead": None,
+                            "flow_triton_blocks": 0, "flow_row_estimator": False,
+                            "hift_final_graphs": 0}  # eager: the plain modules
     assert set(m["fidelity"]) >= {"mel_rel_err", "snr_db", "nan_count"}
     assert m["soak"]["sentences"] == 2 and m["soak"]["nan_count"] == 0
     assert len(report["series"]["eager-fp32"]["soak_reserved_gb"]) == 2
