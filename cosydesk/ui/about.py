@@ -17,19 +17,12 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
 
-def app_version() -> str:
-    """The installed package's version ("unknown" when run from a source tree that was never installed)."""
-    try:
-        return metadata.version("cosydesk")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def _installed(name: str) -> str:
+def installed_version(name: str, missing: str = "not installed") -> str:
+    """The installed distribution's version, or ``missing`` (CosyDesk itself: a source tree never installed)."""
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
-        return "not installed"
+        return missing
 
 
 class AboutDialog(QDialog):
@@ -39,8 +32,8 @@ class AboutDialog(QDialog):
         self.data_dir = Path(data_dir)
         self.setWindowTitle(self.tr("About CosyDesk"))
         rows = [
-            (self.tr("Version"), app_version()),
-            (self.tr("Runs on"), f"Python {platform.python_version()}, torch {_installed('torch')}, "
+            (self.tr("Version"), installed_version("cosydesk", missing="unknown")),
+            (self.tr("Runs on"), f"Python {platform.python_version()}, torch {installed_version('torch')}, "
                                  f"Qt {qVersion()} (PySide6 {PySide6.__version__})"),
             (self.tr("Data folder"), str(self.data_dir)),
             (self.tr("Models folder"), str(models_dir)),

@@ -23,9 +23,9 @@ from cosydesk.audio.profiles import VoiceProfileStore
 from cosydesk.frontend.text_file import TextFileError, read_text_file
 from cosydesk.runtime.types import Request
 from cosydesk.settings import Key, Settings
-from cosydesk.ui.drops import FileDrops, drop_kind
 from cosydesk.telemetry.sampler import TelemetrySampler
 from cosydesk.ui import i18n
+from cosydesk.ui.drops import FileDrops, drop_kind
 from cosydesk.ui.history import HistoryStore
 from cosydesk.ui.history_panel import HistoryPanel
 from cosydesk.ui.model_manager import ModelManagerDialog, known_model_dirs
@@ -635,7 +635,7 @@ class MainWindow(FileDrops, QMainWindow):
         if len(paths) != 1:
             self.show_message(self.tr("Drop one file or folder at a time."), True)
             return False
-        path = Path(paths[0])
+        path = paths[0]
         kind = drop_kind(path)
         if kind == "folder":
             return self.open_model_manager(modal=False).add_folder(path)

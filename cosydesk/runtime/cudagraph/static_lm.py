@@ -64,6 +64,7 @@ class StaticSpeechLM:
         self.prefill_logits = torch.zeros(vocab, dtype=torch.float32, device=device)
         self.selector = DeviceTokenSelector(self.token, vocab, max_len, lm.min_len_masked_ids, sampling)
         self.ahead = decode_ahead_steps()
+        # ids n .. n + ahead are in flight while id n is read; two spare slots, as the depth of 4 had at 1 ahead
         self.host_ids = HostIds(self.selector.chosen, depth=self.ahead + 3)
         self._last_generation: torch.cuda.Event | None = None  # see _after_previous_generation
         self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
