@@ -508,7 +508,9 @@ def _pipeline_sentence(model, seed: int = 0, first_chunk_alone: bool = False) ->
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, cuda])])
 def test_first_chunk_alone_holds_the_llm_until_the_first_chunk_is_done(tiny_v2_model, monkeypatch, device):
     """The producer asks for the token after the first chunk's only once that chunk is finished - on a GPU,
-    finished on the device (its work is asynchronous), not merely launched; the audio is the same either way."""
+    finished on the device (its work is asynchronous), not merely launched; the audio is the same either way.
+    ``shared_steps=0`` pins the whole-chunk hold (the default lets the graphed solver release the LLM for the
+    last CFM steps, tested in ``test_release_during_flow_fires_once_the_last_shared_steps_remain_cpu``)."""
     from cosydesk.runtime import pipeline
     from cosydesk.runtime.schedule import make_schedule
 
@@ -535,7 +537,8 @@ def test_first_chunk_alone_holds_the_llm_until_the_first_chunk_is_done(tiny_v2_m
             yield token
 
     alone = [r.pcm.float().cpu().numpy() for r in pipeline.run_sentence(model, inputs, source, stream=True,
-                                                                        zero_noise=True, first_chunk_alone=True)]
+                                                                        zero_noise=True, first_chunk_alone=True,
+                                                                        shared_steps=0)]
     first = make_schedule("v2", inputs.flow_prompt_speech_token.shape[1]).tokens_needed()
     assert [calls for calls, _ in when_asked[:first]] == [0] * first
     assert when_asked[first] == (1, True)
