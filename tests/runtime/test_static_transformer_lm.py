@@ -35,6 +35,38 @@ def _static(lm, max_len=160, **kwargs) -> StaticTransformerLM:
     return StaticTransformerLM(copy.deepcopy(lm), max_len=max_len, use_graphs=False, **kwargs)
 
 
+@pytest.mark.parametrize("n_text, n_prompt_text, n_speech, speaker, bucket", [
+    (12, 5, 20, True, 64),   # the bench's zero-shot shape
+    (12, 0, 0, True, 64),    # SFT: no prompt
+    (30, 10, 22, False, 64),  # no speaker vector: 64 positions exactly
+    (30, 10, 23, False, 96),  # one more: the next bucket
+    (40, 20, 100, True, 192),
+])
+def test_padded_prefill_equals_the_module_prefill(lm, n_text, n_prompt_text, n_speech, speaker, bucket):
+    """The prefill padded to its bucket (the graph body, run eagerly here) gives the module's logits and keys /
+    values for every real position, whatever the split between text and prompt, and clears the rows after
+    them - also after a longer prompt left its rows behind."""
+    g = torch.Generator().manual_seed(n_text + n_speech)
+    args = (torch.randint(0, 1000, (1, n_text), generator=g), torch.randint(0, 1000, (1, n_prompt_text), generator=g),
+            torch.randint(0, 4096, (1, n_speech), generator=g),
+            torch.randn(1, 192, generator=g) if speaker else torch.zeros(0))
+    static = _static(lm, max_len=256)
+    with torch.inference_mode():
+        static.prefill(torch.randint(0, 1000, (1, 80), generator=g), args[1], torch.randint(0, 4096, (1, 150)),
+                       torch.randn(1, 192))  # leaves rows up to 233 behind
+        logits, state = static.prefill(*args)
+        ref_logits, ref_state = lm.prefill(*args)
+    length = 2 + int(speaker) + n_text + n_prompt_text + n_speech
+    assert state.length == ref_state.cache.offset == length
+    assert min(b for b in static.padded_prefill.buckets if b >= length) == bucket
+    assert static.padded_prefill.eager_calls == 0
+    assert_close(logits, ref_logits, 1e-5, "padded prefill logits")
+    for i, layer in enumerate(ref_state.cache.layers):
+        assert_close(static.k_cache[i, :, :length], layer.keys[0, :, :length], 1e-5, f"layer {i} keys")
+        assert_close(static.v_cache[i, :, :length], layer.values[0, :, :length], 1e-5, f"layer {i} values")
+    assert not static.k_cache[:, :, length:].any() and not static.v_cache[:, :, length:].any()
+
+
 @pytest.mark.parametrize("case", ["zs", "sft"])
 def test_static_lm_reproduces_the_official_logits_and_greedy_tokens(lm, golden_v1, case):
     """Teacher-forced logits of the official fixture (prefill + every decode step through the static cache with
@@ -154,7 +186,8 @@ def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
                                hift=copy.deepcopy(cpu.hift).to(dev, torch.float16), device=dev, dtype=torch.float16)
     graph = accelerate(base, "cudagraph")
     assert isinstance(graph.llm, StaticTransformerLM)
-    assert set(graph.llm.graphs) == {f"decode{n}" for n in graph.llm.attention_lengths} | {"select_prefill"}
+    prefills = {f"prefill{b}" for b in graph.llm.padded_prefill.buckets}
+    assert set(graph.llm.graphs) == {f"decode{n}" for n in graph.llm.attention_lengths} | {"select_prefill"} | prefills
     g = torch.Generator().manual_seed(0)
     args = (torch.randint(0, 1000, (1, 12), generator=g).to(dev), torch.randint(0, 1000, (1, 5), generator=g).to(dev),
             torch.randint(0, 4096, (1, 20), generator=g).to(dev), torch.randn(1, 192, generator=g).to(dev).half())
@@ -166,6 +199,16 @@ def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
     # the graph replayed ahead of the host (ids chosen on the device) = the host loop over the same graph
     host_ids = list(generate_speech_tokens(graph.llm, *args, GreedySampler()))
     assert list(graph.llm.generate_speech_tokens(*args, greedy=True)) == host_ids and len(host_ids) >= 24
+    # every prefill above replayed its bucket's graph; another one, with a prompt of another bucket, allocates nothing
+    assert graph.llm.padded_prefill.eager_calls == 0
+    longer = (args[0], args[1], torch.randint(0, 4096, (1, 90), generator=g).to(dev), args[3])
+    torch.cuda.synchronize()
+    reserved = torch.cuda.memory_reserved()
+    logits, state = graph.llm.prefill(*longer)
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_reserved() == reserved and graph.llm.padded_prefill.eager_calls == 0
+    ref_logits, _ = module.prefill(*longer)
+    assert (logits - ref_logits).abs().max() / ref_logits.abs().max() < 1e-2 and state.length == 2 + 1 + 17 + 90
 
 
 def test_the_default_cache_holds_a_30_s_prompt(lm, golden_v1):
@@ -182,6 +225,7 @@ def test_the_default_cache_holds_a_30_s_prompt(lm, golden_v1):
             prompt_speech, torch.from_numpy(golden_v1["spk_zeroshot_embedding"]))
     forced = torch.randint(0, 4096, (6,), generator=g).tolist()
     ours = _forced_logits(static, args, forced)
+    assert static.padded_prefill.eager_calls == 1  # longer than every prefill bucket: the module's own prefill
     assert static._decode_job(1760)[0] == "decode2048"  # the steps ran past the 1024-row bucket
     assert_close(ours, teacher_forced_logits(lm, *args, forced), 1e-4, "30 s prompt")
 

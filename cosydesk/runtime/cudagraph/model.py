@@ -2,10 +2,10 @@
 
 Graph pools: one for the LLM graphs, one for the flow + vocoder graphs (they run concurrently on two streams).
 v2/v3: the LLM is ``StaticQwenLM`` (decode step of Triton kernels + prefill buckets captured); v1's wenet-style
-LLM is ``StaticTransformerLM`` (decode step compiled and captured; prefill eager). All versions: the U-Net
-estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``; v2's estimator computes on
-time-major rows with its resnets as conv kernels (``row_estimator.py``), v1's other blocks are compiled
-(``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
+LLM is ``StaticTransformerLM`` (decode step compiled and captured, prefill captured per length bucket). All
+versions: the U-Net estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``; v2's estimator
+computes on time-major rows with its resnets as conv kernels (``row_estimator.py``), v1's other blocks are
+compiled (``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
 v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the final chunk's padded
 form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
 bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket

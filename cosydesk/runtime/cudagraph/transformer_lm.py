@@ -12,9 +12,18 @@ over all of them with keys > p masked, and the relative-position term is looked 
 dtype as the module does per call; the step computes (q + v) against every r and gathers r = p - j per key.
 Everything else is the module's math in the same order and dtype (LayerNorm statistics in float32, scores in the
 model dtype, softmax in float32). The layer is compiled once for all layers where Inductor runs (multiply +
-reduce form, see ``qwen._linear``). Prefill runs the module itself once per sentence (its text encoder and the
-prompt; eager) and its keys/values are copied into the static cache. The cache is sized for the longest
-request the app accepts; each step attends over the smallest bucket of cache rows that holds its position.
+reduce form, see ``qwen._linear``). The cache is sized for the longest request the app accepts; each step
+attends over the smallest bucket of cache rows that holds its position.
+
+Prefill (text encoder + the prompt through the body) is captured per length bucket too (``prefill_buckets``):
+eagerly it is ~250 small kernels launched from Python, ~23 ms per sentence on the H200. A prompt of L positions
+runs at the smallest bucket B >= L, padded at the end. Padding is invisible to the L real rows: the text
+encoder masks the padded keys (and is causal, as configured), the body is causal, and relative positions
+depend only on query - key distance (read from tables owned here, sized for the largest bucket: the modules'
+own tables may be regrown by eager calls, which would leave a graph reading freed memory). The body's
+keys/values go straight into cache rows 0..B-1; rows L.. are cleared after, as every prefill does. The
+sequence [sos, speaker, text, task, prompt speech] is assembled on the device by one index_select, so one
+graph serves every split of a bucket between text and prompt. Longer prompts run the module eagerly.
 """
 
 from __future__ import annotations
@@ -28,13 +37,21 @@ import torch.nn.functional as F
 from torch import nn
 
 from cosydesk.model.norms import fp32_layer_norm
+from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.sampling import RepetitionAwareSampler
+from cosydesk.model.transformer import attention_mask, padding_mask
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.qwen import DECODE_COMPILE_OPTIONS, _linear
 from cosydesk.runtime.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
 
 _ACTIVATIONS = {nn.ReLU: "relu", nn.SiLU: "silu", nn.GELU: "gelu"}
+
+# Prefill lengths captured (positions: sos, speaker, prompt text + text, task, prompt speech tokens). v1's
+# tokens run at 50 Hz: 64 holds a built-in voice's sentence or the bench's 20-token prompt with one, 256 a ~4 s
+# voice prompt. Longer ones run the module: the attention temporaries of a 512 bucket (~50 MB of relative-position
+# scores in the graph pool) would take v1 past 2.5 GB of process memory on the H200.
+PREFILL_BUCKETS = (64, 96, 128, 192, 256)
 
 
 def supports(lm) -> str | None:
@@ -145,7 +162,8 @@ class StaticTransformerLM(StaticSpeechLM):
 
     def __init__(self, lm, max_len: int = 512, use_graphs: bool = True, pool=None, progress=None,
                  compile_backend: str | None = None, sampling: RepetitionAwareSampler | None = None,
-                 attention_buckets: tuple[int, ...] = (512, 1024, 2048)):
+                 attention_buckets: tuple[int, ...] = (512, 1024, 2048),
+                 prefill_buckets: tuple[int, ...] = PREFILL_BUCKETS):
         why_not = supports(lm)
         if why_not:
             raise ValueError(f"static decoding of this v1 LM is not supported: {why_not}")
@@ -170,6 +188,7 @@ class StaticTransformerLM(StaticSpeechLM):
         self.decode_layer = compiled(rel_pos_decode_layer_gemv, self.device, dynamic=False, backend=compile_backend,
                                      options=DECODE_COMPILE_OPTIONS, eager=rel_pos_decode_layer)
         self._choose_select(compile_enabled(self.device), compile_backend)
+        self.padded_prefill = PaddedPrefill(self, [b for b in sorted(prefill_buckets) if b <= max_len])
         if use_graphs:
             self.capture(pool, progress)
 
@@ -194,12 +213,16 @@ class StaticTransformerLM(StaticSpeechLM):
         self.position.add_(1)
 
     def capture(self, pool=None, progress=None) -> None:
-        self._capture(self.decode_jobs, pool, progress)
+        self._capture(self.decode_jobs + self.padded_prefill.jobs(), pool, progress)
+
+    def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
+        """Fill the static cache with the prompt; (logits of its last position [V] float32, state)."""
+        return self.padded_prefill(text, prompt_text, prompt_speech_token, embedding)
 
     @torch.inference_mode()
-    def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
-        """The module's own prefill (text encoder + prompt through the body), its keys/values copied into the
-        static cache; the module's cache is dropped afterwards."""
+    def module_prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
+        """The module's own prefill (text encoder + prompt through the body, eager), its keys/values copied into
+        the static cache; the module's cache is dropped afterwards. For prompts longer than every bucket."""
         self._after_previous_generation()
         logits, state = self.lm.prefill(text, prompt_text, prompt_speech_token,
                                         embedding if embedding is not None else torch.zeros(0))
@@ -211,4 +234,97 @@ class StaticTransformerLM(StaticSpeechLM):
             self.v_cache[i, :, :length].copy_(layer_cache.values[0, :, :length])
         self.prefill_logits.copy_(logits)
         return self.prefill_logits, StaticDecodeState(length=length)
+
+
+class _CacheRows:
+    """Stands in for a layer's ``LayerKVCache`` during the padded prefill: the keys/values of positions
+    0..B-1 are written straight into that layer's rows of the static cache."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor):
+        self.keys, self.values = keys, values  # [heads, max_len, d_k]
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        n = keys.shape[2]
+        self.keys[:, :n].copy_(keys[0])
+        self.values[:, :n].copy_(values[0])
+        return self.keys[:, :n].unsqueeze(0), self.values[:, :n].unsqueeze(0)
+
+
+class PaddedPrefill:
+    """v1's prefill on static buffers, one graph per bucket (see the module docstring); callable as
+    ``StaticTransformerLM.prefill``."""
+
+    def __init__(self, owner: StaticTransformerLM, buckets: list[int]):
+        self.owner = owner
+        self.buckets = buckets
+        lm, device = owner.lm, owner.device
+        largest = buckets[-1] if buckets else 1
+        self.text_positions = EspnetRelPositionalEncoding(lm.text_encoder.output_size(), initial_positions=largest)
+        self.body_positions = EspnetRelPositionalEncoding(lm.llm.output_size(), initial_positions=largest)
+        spk_dim = lm.spk_embed_affine_layer.in_features
+        # per bucket B, one int64 host->device copy: text ids [B], prompt speech ids [B], order [B], text length, last
+        self.ids = {b: torch.zeros(3 * b + 2, dtype=torch.long, device=device) for b in buckets}
+        self.speaker = torch.zeros(1, spk_dim, dtype=owner.dtype, device=device)
+        self.causal = {b: torch.ones(b, b, dtype=torch.bool, device=device).tril().unsqueeze(0) for b in buckets}
+        self.eager_calls = 0
+
+    def jobs(self) -> list:
+        return [(f"prefill{b}", functools.partial(self._body, b)) for b in self.buckets]
+
+    def _body(self, bucket: int) -> None:
+        """Logits of the last prompt position and cache rows 0..bucket-1, from the bucket's buffers."""
+        owner, lm = self.owner, self.owner.lm
+        ids = self.ids[bucket]
+        text, speech, order = ids[:bucket], ids[bucket:2 * bucket], ids[2 * bucket:3 * bucket]
+        text_length, last = ids[3 * bucket:3 * bucket + 1], ids[3 * bucket + 1:]
+        enc = lm.text_encoder
+        xs = enc.embed(lm.text_embedding(text).unsqueeze(0))
+        mask = attention_mask(padding_mask(text_length, bucket, 1, owner.device), enc._chunk_size(bucket, 1))
+        positions = self.text_positions.relative(bucket, bucket, owner.device, xs.dtype)
+        for layer in enc.encoders:
+            xs = layer(xs, mask, positions)
+        if enc.normalize_before:
+            xs = enc.after_norm(xs)
+        encoded = lm.text_encoder_affine_layer(xs)[0]  # [B, D]
+        table = lm.llm_embedding.weight
+        speaker = lm.spk_embed_affine_layer(F.normalize(self.speaker, dim=1))
+        rows = torch.cat([table[lm.sos_row:lm.sos_row + 1], speaker, encoded,
+                          table[lm.task_id_row:lm.task_id_row + 1], lm.speech_embedding(speech)])
+        body = lm.llm
+        x = body.embed(rows.index_select(0, order).unsqueeze(0))
+        positions = self.body_positions.relative(bucket, bucket, owner.device, x.dtype)
+        for i, layer in enumerate(body.encoders):
+            x = layer(x, self.causal[bucket], positions, kv_cache=_CacheRows(owner.k_cache[i], owner.v_cache[i]))
+        if body.normalize_before:
+            x = body.after_norm(x)
+        owner.prefill_logits.copy_(lm.llm_decoder(x[0].index_select(0, last)[0]).float())
+
+    @torch.inference_mode()
+    def __call__(self, text, prompt_text, prompt_speech_token, embedding=None):
+        owner = self.owner
+        all_text = torch.cat([torch.as_tensor(prompt_text).reshape(1, -1), torch.as_tensor(text).reshape(1, -1)], 1)
+        speech = torch.as_tensor(prompt_speech_token).reshape(-1)
+        has_speaker = embedding is not None and torch.as_tensor(embedding).numel() > 0
+        n_text, n_speech = all_text.shape[1], speech.shape[0]
+        length = 2 + int(has_speaker) + n_text + n_speech
+        bucket = next((b for b in self.buckets if b >= length), None)
+        if bucket is None or (owner.graphs and f"prefill{bucket}" not in owner.graphs):
+            self.eager_calls += 1
+            return owner.module_prefill(text, prompt_text, prompt_speech_token, embedding)
+        owner._prompt_fits(length)
+        owner._after_previous_generation()
+        # source rows: sos 0, speaker 1, text 2.., task 2 + B, prompt speech 3 + B..
+        order = [0] + ([1] if has_speaker else []) + list(range(2, 2 + n_text)) + [2 + bucket]
+        order += list(range(3 + bucket, 3 + bucket + n_speech))
+        host = torch.zeros(3 * bucket + 2, dtype=torch.long)
+        host[:n_text] = all_text[0].to(torch.long)
+        host[bucket:bucket + n_speech] = speech.to(torch.long)
+        host[2 * bucket:2 * bucket + length] = torch.tensor(order)
+        host[3 * bucket], host[3 * bucket + 1] = n_text, length - 1
+        self.ids[bucket].copy_(host)
+        if has_speaker:
+            self.speaker.copy_(torch.as_tensor(embedding).reshape(1, -1))
+        owner._replay(f"prefill{bucket}", functools.partial(self._body, bucket))
+        owner._clear_cache_from(length)
+        return owner.prefill_logits, StaticDecodeState(length=length)
 
