@@ -48,10 +48,10 @@ from cosydesk.runtime.cudagraph.static_lm import StaticDecodeState, StaticSpeech
 _ACTIVATIONS = {nn.ReLU: "relu", nn.SiLU: "silu", nn.GELU: "gelu"}
 
 # Prefill lengths captured (positions: sos, speaker, prompt text + text, task, prompt speech tokens). v1's
-# tokens run at 50 Hz: 64 holds a built-in voice's sentence or the bench's 20-token prompt with one, 256 a ~4 s
-# voice prompt. Longer ones run the module: the attention temporaries of a 512 bucket (~50 MB of relative-position
-# scores in the graph pool) would take v1 past 2.5 GB of process memory on the H200.
-PREFILL_BUCKETS = (64, 96, 128, 192, 256)
+# tokens run at 50 Hz: 64 holds a built-in voice's sentence or the bench's 20-token prompt with one, 512 a ~9 s
+# voice prompt; longer ones run the module. The 512 bucket's attention temporaries (relative-position scores,
+# tens of MB) live in the LLM's graph pool.
+PREFILL_BUCKETS = (64, 96, 128, 192, 256, 384, 512)
 
 
 def supports(lm) -> str | None:
