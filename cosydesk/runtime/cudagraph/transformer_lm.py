@@ -16,13 +16,13 @@ reduce form, see ``qwen._linear``). The cache is sized for the longest request t
 attends over the smallest bucket of cache rows that holds its position.
 
 Prefill (text encoder + the prompt through the body) is captured per length bucket too (``prefill_buckets``):
-eagerly it is ~250 small kernels launched from Python, ~23 ms per sentence on the H200. A prompt of L positions
-runs at the smallest bucket B >= L, padded at the end. Padding is invisible to the L real rows: the text
-encoder masks the padded keys (and is causal, as configured), the body is causal, and relative positions
-depend only on query - key distance (read from tables owned here, sized for the largest bucket: the modules'
-own tables may be regrown by eager calls, which would leave a graph reading freed memory). The body's
-keys/values go straight into cache rows 0..B-1; rows L.. are cleared after, as every prefill does. The
-sequence [sos, speaker, text, task, prompt speech] is assembled on the device by one index_select, so one
+eagerly its 20 layers of small kernels are launched from Python, 23 ms per sentence on the H200 (3.6 ms as
+graphs). A prompt of L positions runs at the smallest bucket B >= L, padded at the end. Padding is invisible to
+the L real rows: the text encoder masks the padded keys (and is causal, as configured), the body is causal, and
+relative positions depend only on query - key distance (read from tables owned here, sized for the largest
+bucket: the modules' own tables may be regrown by eager calls, which would leave a graph reading freed memory).
+The body's keys/values go straight into cache rows 0..B-1; rows L.. are cleared after, as every prefill does.
+The sequence [sos, speaker, text, task, prompt speech] is assembled on the device by one index_select, so one
 graph serves every split of a bucket between text and prompt. Longer prompts run the module eagerly.
 """
 
