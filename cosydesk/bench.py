@@ -18,7 +18,8 @@ own stream and token2wav on another; each chunk is copied into a pinned host buf
 Per backend: first-audio latency (submit -> first chunk on the host), full-sentence latency, RTF, sentences/s,
 peak VRAM (torch reserved, NVML process memory), VRAM drift (first vs last 100 sentences), fidelity against
 eager-fp32 on the same tokens and noise (a second, untimed pass over the first --fidelity sentences that also
-times each stage with device syncs). Writes bench.json-style JSON and a PNG (latency CDF, VRAM over time).
+times each stage with device syncs), and from the timed run each sentence's tail: last token -> final call
+starting, -> final chunk on the host. Writes bench.json-style JSON and a PNG (latency CDF, VRAM over time).
 This module must not change model or runtime code: backends come from ``cosydesk.runtime.backends``.
 """
 
@@ -278,8 +279,9 @@ def _percentile(values, q):
 
 
 def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, streams, seed: int,
-                   loop: LoopOptions = LoopOptions()):
-    """Stream one sentence; returns (first_s, total_s, waveform np.ndarray)."""
+                   loop: LoopOptions = LoopOptions(), tails: list | None = None):
+    """Stream one sentence; returns (first_s, total_s, waveform np.ndarray). ``tails`` gets one (wait_s, after_s)
+    pair: from the last token to the final token2wav call starting, and to its chunk being on the host."""
     import numpy as np
     import torch
 
@@ -297,6 +299,9 @@ def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, str
             chunks.append(copier(result.pcm))
             if first is None:
                 first = time.perf_counter() - submit
+            if result.final and tails is not None:
+                last = result.timings["last_token"]
+                tails.append((result.timings["tokens_ready"] - last, time.perf_counter() - last))
     total = time.perf_counter() - submit
     wave = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
     return first, total, wave
@@ -385,11 +390,12 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     load_s = time.perf_counter() - t_load
     stats = LLMStats()
     sr = model.sample_rate
-    firsts, totals, audio_s, reserved, nvml, nan_count = [], [], [], [], [], 0
+    firsts, totals, audio_s, reserved, nvml, nan_count, tails = [], [], [], [], [], 0, []
     wall0 = time.perf_counter()
     for run in range(runs):
         for i, sentence in enumerate(sentences):
-            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i, loop=loop)
+            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i, loop=loop,
+                                                tails=tails)
             firsts.append(first)
             totals.append(total)
             audio_s.append(wave.shape[0] / sr)
@@ -451,6 +457,10 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
             if record.get("flow_ms") else None,
             "flow_ms_per_call": float(np.median(record["flow_ms"])) if record.get("flow_ms") else None,
             "hift_ms_per_call": float(np.median(record["hift_ms"])) if record.get("hift_ms") else None,
+            # the timed run's sentence tails (medians): last token -> final call starting (waiting for the LLM
+            # thread's hand-over or an earlier chunk still running), and -> the final chunk on the host
+            "final_call_wait_ms": _percentile(ms([wait for wait, _ in tails]), 50),
+            "after_last_token_ms": _percentile(ms([after for _, after in tails]), 50),
         },
         "soak": soak_report,
         "kernels": kernel_paths(model),

@@ -56,6 +56,8 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert 0 < m["first_audio_ms"]["p50"] <= m["total_ms"]["p99"] + 1e-6
     assert m["rtf"] > 0 and m["fidelity"]["nan_count"] == 0
     assert m["stages"]["llm_ms_per_token"] > 0 and m["stages"]["llm_prefill_ms"] > 0
+    # the tail after the last token: waiting for the final call, then the whole call (at least as long)
+    assert 0 <= m["stages"]["final_call_wait_ms"] < m["stages"]["after_last_token_ms"] <= m["total_ms"]["p99"] + 1e-6
     assert m["kernels"] == {"llm_decode": "module", "token_select": "host", "llm_decode_ahead": None,
                             "flow_triton_blocks": 0, "flow_row_estimator": False,
                             "hift_final_graphs": 0}  # eager: the plain modules
