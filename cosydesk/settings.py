@@ -21,6 +21,7 @@ from PySide6.QtCore import QSettings
 class Key(str, Enum):
     MODEL_DIR = "model/dir"
     EXTRA_MODEL_DIRS = "model/extra_dirs"  # folders added with "Add folder…" (JSON list)
+    RECENT_TEXT_FILES = "files/recent_text"  # File > Open Recent, newest first (JSON list)
     DEVICE = "runtime/device"  # auto | cpu | cuda | cuda:N
     BACKEND = "runtime/backend"  # auto | eager | cudagraph | tensorrt
     PRECISION = "runtime/precision"  # auto | fp32 | fp16
@@ -36,6 +37,7 @@ class Key(str, Enum):
 DEFAULTS: dict[Key, Any] = {
     Key.MODEL_DIR: "",
     Key.EXTRA_MODEL_DIRS: [],
+    Key.RECENT_TEXT_FILES: [],
     Key.DEVICE: "auto",
     Key.BACKEND: "auto",
     Key.PRECISION: "auto",

@@ -29,6 +29,7 @@ from cosydesk.ui.drops import FileDrops, drop_kind
 from cosydesk.ui.history import HistoryStore
 from cosydesk.ui.history_panel import HistoryPanel
 from cosydesk.ui.model_manager import ModelManagerDialog, known_model_dirs
+from cosydesk.ui.recent_files import RecentFilesMenu, RecentTextFiles
 from cosydesk.ui.resources import icon_path
 from cosydesk.ui.telemetry_dock import TelemetryDock
 from cosydesk.ui.voice_dialog import VoiceProfileDialog
@@ -192,6 +193,9 @@ class MainWindow(FileDrops, QMainWindow):
         self.quit_action = QAction(self)
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         self.file_menu.addAction(self.open_text_action)
+        self.recent_files = RecentTextFiles(self.settings)
+        self.recent_menu = RecentFilesMenu(self.recent_files, self.open_text_file, self)
+        self.file_menu.addMenu(self.recent_menu)
         self.file_menu.addAction(self.export_action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.quit_action)
@@ -320,6 +324,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.history_dock.setWindowTitle(self.tr("History"))
         self.file_menu.setTitle(self.tr("&File"))
         self.open_text_action.setText(self.tr("Open text…"))
+        self.recent_menu.retranslate()
         self.export_action.setText(self.tr("Export current utterance…"))
         self.quit_action.setText(self.tr("Quit"))
         self.speak_action.setText(self.tr("Speak"))
@@ -616,15 +621,19 @@ class MainWindow(FileDrops, QMainWindow):
     def open_text_file(self, path: str | Path) -> bool:
         """Put a text file's contents in the editor (UTF-8, invalid bytes shown as U+FFFD, as the CLI reads
         ``--text-file``). Replaces the editor's text as one edit, so Ctrl+Z brings the old text back; a file that
-        cannot be read leaves the editor as it was and says why."""
+        cannot be read leaves the editor as it was and says why. Opened files go to the top of File > Open Recent;
+        one that is gone leaves it."""
         try:
             text = read_text_file(path, max_bytes=MAX_TEXT_FILE_BYTES)
         except TextFileError as error:
             self.show_message(str(error), True)
+            if not Path(path).exists():
+                self.recent_files.forget(path)
             return False
         cursor = self.text_edit.textCursor()
         cursor.select(QTextCursor.SelectionType.Document)
         cursor.insertText(text)
+        self.recent_files.add(path)
         self.show_message(self.tr("Opened {name}").format(name=Path(path).name), False)
         return True
 

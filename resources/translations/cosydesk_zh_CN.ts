@@ -392,6 +392,21 @@
     </message>
 </context>
 <context>
+    <name>RecentFilesMenu</name>
+    <message>
+        <source>Open &amp;Recent</source>
+        <translation>最近打开(&amp;R)</translation>
+    </message>
+    <message>
+        <source>No recent files</source>
+        <translation>没有最近打开的文件</translation>
+    </message>
+    <message>
+        <source>Clear Menu</source>
+        <translation>清除列表</translation>
+    </message>
+</context>
+<context>
     <name>TelemetryDock</name>
     <message>
         <source>Telemetry</source>

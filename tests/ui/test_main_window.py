@@ -229,6 +229,58 @@ def test_open_text_file_fills_the_editor_undoably_and_speaks_it(qtbot, data_dir,
     window.shutdown()
 
 
+def test_open_recent_lists_opened_files_newest_first_and_survives_a_restart(qtbot, data_dir, fake_model_dir,
+                                                                          tmp_path):
+    """File > Open Recent: files opened (menu, drop or recent) are listed newest first with their full path as
+    tip, at most 8; choosing one opens it; one that was deleted says so and leaves the list; Clear Menu empties
+    it; a new window with the same settings shows the same list."""
+    from cosydesk.ui.recent_files import RECENT_LIMIT
+
+    window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
+    menu = window.recent_menu
+    assert menu.menuAction() in window.file_menu.actions() and menu.title() == "Open &Recent"
+
+    def entries():
+        menu.refill()
+        return [a for a in menu.actions() if a.toolTip() and not a.isSeparator() and a.isEnabled()
+                and a.text() != "Clear Menu"]
+
+    menu.refill()
+    assert [a.text() for a in menu.actions()] == ["No recent files"] and not menu.actions()[0].isEnabled()
+    files = []
+    for name in ("a.txt", "b & c.txt"):
+        files.append(tmp_path / name)
+        files[-1].write_text(f"text of {name}", encoding="utf-8")
+        assert window.open_text_file(files[-1])
+    assert [a.text() for a in entries()] == ["&1 b && c.txt", "&2 a.txt"]
+    assert [a.toolTip() for a in entries()] == [str(files[1]), str(files[0])]
+
+    entries()[1].trigger()  # a.txt again: opens it and moves it to the top
+    assert window.text_edit.toPlainText() == "text of a.txt"
+    assert [a.toolTip() for a in entries()] == [str(files[0]), str(files[1])]
+
+    files[1].unlink()
+    entries()[1].trigger()
+    assert "cannot read" in window.error_label.text() and window.text_edit.toPlainText() == "text of a.txt"
+    assert [a.toolTip() for a in entries()] == [str(files[0])]
+
+    for i in range(RECENT_LIMIT + 2):
+        path = tmp_path / f"n{i}.txt"
+        path.write_text(str(i), encoding="utf-8")
+        window.open_text_file(path)
+    assert len(entries()) == RECENT_LIMIT and entries()[0].toolTip() == str(tmp_path / f"n{RECENT_LIMIT + 1}.txt")
+    wait_idle(qtbot, window)
+    window.shutdown()
+
+    again = make_window(qtbot, data_dir, factory())
+    again.recent_menu.refill()
+    assert [a.toolTip() for a in again.recent_menu.actions()][0] == str(tmp_path / f"n{RECENT_LIMIT + 1}.txt")
+    next(a for a in again.recent_menu.actions() if a.text() == "Clear Menu").trigger()
+    again.recent_menu.refill()
+    assert [a.text() for a in again.recent_menu.actions()] == ["No recent files"]
+    again.shutdown()
+
+
 def test_dropped_files_open_where_they_belong(qtbot, data_dir, fake_model_dir, tmp_path):
     """Dragged from a file manager: a text file onto the editor replaces its text (one Ctrl+Z brings it back), a
     recording onto the window opens a new voice with it loaded, a model folder goes to the model manager and
@@ -281,8 +333,11 @@ def test_language_switch_to_chinese_and_back(qtbot, data_dir):
     assert window.set_language("zh_CN") == "zh_CN"
     assert window.speak_button.text() == "朗读"
     assert window.telemetry_dock.windowTitle() == "性能监控"
+    window.recent_menu.refill()
+    assert window.recent_menu.title() == "最近打开(&R)"
+    assert [a.text() for a in window.recent_menu.actions()] == ["没有最近打开的文件"]
     assert window.set_language("en") == "en"
-    assert window.speak_button.text() == "Speak"
+    assert window.speak_button.text() == "Speak" and window.recent_menu.title() == "Open &Recent"
     window.shutdown()
 
 
