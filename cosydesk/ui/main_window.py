@@ -25,6 +25,7 @@ from cosydesk.runtime.types import Request
 from cosydesk.settings import Key, Settings
 from cosydesk.telemetry.sampler import TelemetrySampler
 from cosydesk.ui import i18n
+from cosydesk.ui.draft import DraftStore
 from cosydesk.ui.drops import FileDrops, drop_kind
 from cosydesk.ui.history import HistoryStore
 from cosydesk.ui.history_panel import HistoryPanel
@@ -38,6 +39,7 @@ from cosydesk.ui.worker import ChunkInfo, ModelSummary, SynthController, Utteran
 SPEAKER, PROFILE = "speaker", "profile"
 # File > Open text…: larger files are refused with a message (a book is hours of speech; the editor stays responsive)
 MAX_TEXT_FILE_BYTES = 4 * 1024 * 1024
+DRAFT_SAVE_DELAY_MS = 1500  # after the last keystroke: a pause in typing, not every key
 
 
 def voice_key(kind: str, name: str) -> str:
@@ -75,6 +77,7 @@ class MainWindow(FileDrops, QMainWindow):
         self._restore()
         self.refresh_models()
         self.refresh_voices()
+        self._keep_draft()
 
         self.housekeeping = QTimer(self)
         self.housekeeping.setInterval(100)
@@ -753,12 +756,30 @@ class MainWindow(FileDrops, QMainWindow):
             self.restoreState(state)
         self.speed_spin.setValue(self.settings.get(Key.SPEED))
 
+    def _keep_draft(self) -> None:
+        """The editor starts with the text it had when the app last closed, and keeps it on disk from then on:
+        saved once the typing has paused for DRAFT_SAVE_DELAY_MS, and at shutdown."""
+        self.draft = DraftStore(self.data_dir)
+        text = self.draft.load()
+        if text:
+            self.text_edit.setPlainText(text)
+        self.draft_timer = QTimer(self)
+        self.draft_timer.setSingleShot(True)
+        self.draft_timer.setInterval(DRAFT_SAVE_DELAY_MS)
+        self.draft_timer.timeout.connect(self.save_draft)
+        self.text_edit.textChanged.connect(self.draft_timer.start)
+
+    def save_draft(self) -> bool:
+        return self.draft.save(self.text_edit.toPlainText())
+
     # ------------------------------------------------------------------------------------------ shutdown
     def shutdown(self) -> None:
-        """Stop audio and the worker thread, save the window layout. Safe to call twice."""
+        """Stop audio and the worker thread, save the editor's text and the window layout. Safe to call twice."""
         if getattr(self, "_shut", False):
             return
         self._shut = True
+        self.draft_timer.stop()
+        self.save_draft()
         self.housekeeping.stop()
         self.telemetry_dock.timer.stop()
         self.settings.set(Key.GEOMETRY, self.saveGeometry())
