@@ -7,9 +7,9 @@ window saves shortly after the typing stops and when it closes, and loads the dr
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
+
+from cosydesk.atomic_file import write_atomically
 
 DRAFT_FILE = "draft.txt"
 
@@ -36,15 +36,7 @@ class DraftStore:
             if not text:
                 self.path.unlink(missing_ok=True)
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                handle, temporary = tempfile.mkstemp(prefix=".draft-", suffix=".tmp", dir=self.path.parent)
-                try:
-                    with os.fdopen(handle, "w", encoding="utf-8") as out:
-                        out.write(text)
-                    os.replace(temporary, self.path)
-                except BaseException:
-                    Path(temporary).unlink(missing_ok=True)
-                    raise
+                write_atomically(self.path, text)
         except OSError:
             return False
         self._saved = text

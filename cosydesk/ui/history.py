@@ -9,8 +9,6 @@ What it must not do: import Qt (it is plain storage; the panel lives in history_
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosydesk.atomic_file import write_atomically
 from cosydesk.audio.export import read_audio, write_audio
 
 
@@ -68,14 +67,7 @@ class HistoryStore:
 
     def _write_index(self) -> None:
         data = json.dumps([asdict(e) for e in self._entries], ensure_ascii=False, indent=1)
-        fd, temp = tempfile.mkstemp(prefix=".index.", suffix=".json", dir=self.root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-            os.replace(temp, self.index_path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.index_path, data)
 
     def entries(self) -> list[HistoryEntry]:
         """Newest first."""

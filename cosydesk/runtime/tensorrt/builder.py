@@ -11,8 +11,6 @@ What this module must not do: run engines, allocate GPU memory, or decide where 
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
+from cosydesk.atomic_file import write_atomically
 from cosydesk.runtime.buckets import BucketSet
 from cosydesk.runtime.tensorrt.flavour import Flavour
 from cosydesk.runtime.tensorrt.onnx_export import ESTIMATOR_INPUTS, HIFT_INPUTS, fp16_sensitive_nodes
@@ -149,18 +148,6 @@ def _load_timing_cache(flavour: Flavour, config, path: Path | None):
     return cache
 
 
-def _save_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def build_engine(
     onnx_path: str | Path,
     profile: ShapeProfile,
@@ -227,6 +214,6 @@ def build_engine(
     if plan is None:
         raise BuildError(f"{flavour.tag} failed to build an engine from {onnx_path.name} (see TensorRT log)")
     if timing_cache is not None and timing_cache_file is not None:
-        _save_atomically(timing_cache_file, bytes(memoryview(config.get_timing_cache().serialize())))
+        write_atomically(timing_cache_file, bytes(memoryview(config.get_timing_cache().serialize())))
     return bytes(memoryview(plan))
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from cosydesk.atomic_file import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -77,19 +77,6 @@ def sha256_files(paths: Iterable[str | Path]) -> str:
                 digest.update(block)
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class EngineCache:
@@ -142,7 +129,7 @@ class EngineCache:
         """Write plan + sidecar atomically (plan first; the sidecar makes the entry valid)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.sidecar_path(key).unlink(missing_ok=True)  # no window where a new plan pairs with an old sidecar
-        _write_atomically(self.plan_path(key), plan)
+        write_atomically(self.plan_path(key), plan, durable=True)
         meta = {
             "format": SIDECAR_FORMAT,
             "key": key.as_dict(),
@@ -150,7 +137,7 @@ class EngineCache:
             "plan_sha256": hashlib.sha256(plan).hexdigest(),
             "plan_bytes": len(plan),
         }
-        _write_atomically(self.sidecar_path(key), (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode())
+        write_atomically(self.sidecar_path(key), json.dumps(meta, indent=1, sort_keys=True) + "\n", durable=True)
         return self.plan_path(key)
 
     def invalidate(self, key: EngineKey) -> None:
