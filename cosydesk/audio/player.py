@@ -96,6 +96,7 @@ class Player:
         self._started_utterance = False
         self._callback_error: str | None = None
         self._stop_requested = False  # set by the callback right before it ends the stream on purpose
+        self._paused = False  # the callback plays silence and leaves the queue as it is
         # Counters written only by the callback (plain int stores).
         self.underruns = 0
         self.frames_played = 0
@@ -117,6 +118,10 @@ class Player:
     @property
     def open_streams(self) -> int:
         return self.streams_opened - self.streams_closed
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
 
     def buffered_seconds(self) -> float:
         ring = self._ring
@@ -141,6 +146,7 @@ class Player:
                 self._ring = RingBuffer(int(sample_rate * self._buffer_seconds))
             self._ended = False
             self._started_utterance = False
+            self._paused = False
             self.last_error = None
             return self._generation
 
@@ -167,7 +173,9 @@ class Player:
                     self._ensure_running()
                 if offset >= len(samples):
                     return True
-            if time.monotonic() > deadline:
+            if self._paused:  # a full queue waits for the listener, not for a stalled device
+                deadline = time.monotonic() + timeout_s
+            elif time.monotonic() > deadline:
                 raise AudioDeviceError("audio output is not consuming samples (device stalled?)")
             time.sleep(0.005)  # buffer full: the device drains it in real time
 
@@ -177,11 +185,25 @@ class Player:
             if token is None or token == self._generation:
                 self._ended = True
 
+    def pause(self) -> bool:
+        """Hold playback where it is: the device plays silence, queued samples wait, writers keep queueing (up to
+        the buffer) and no underrun is counted. False when nothing is playing."""
+        with self._lock:
+            if not self.is_playing:
+                return False
+            self._paused = True
+            return True
+
+    def resume(self) -> None:
+        """Go on from where ``pause`` held it."""
+        self._paused = False
+
     def stop(self) -> None:
         """Silence now and forget queued samples. Never waits for PortAudio."""
         with self._lock:
             self._generation += 1
             self._ended = True
+            self._paused = False
             if self._ring is not None:
                 self._ring.discard_all()
 
@@ -194,6 +216,8 @@ class Player:
         while time.monotonic() < deadline:
             if cancel is not None and cancel.is_set():
                 return False
+            if self._paused:  # paused time does not count against the timeout
+                deadline = time.monotonic() + timeout_s
             with self._lock:
                 ring, stream = self._ring, self._stream
                 if ring is None or stream is None:
@@ -280,6 +304,9 @@ class Player:
     def _callback(self, outdata, frames, time_info, status) -> None:
         # Real-time thread: copy, count, nothing else.
         out = outdata[:, 0]
+        if self._paused:
+            out[:] = 0.0
+            return
         ring = self._ring
         got = ring.read_into(out) if ring is not None else 0
         if got < frames:

@@ -116,6 +116,9 @@ class MainWindow(FileDrops, QMainWindow):
         self.speak_button.setObjectName("speakButton")
         self.stop_button = QPushButton(central)
         self.stop_button.setObjectName("stopButton")
+        self.pause_button = QPushButton(central)
+        self.pause_button.setObjectName("pauseButton")
+        self.pause_button.setCheckable(True)
         self.export_button = QPushButton(central)
         self.export_button.setObjectName("exportButton")
         self.error_label = QLabel(central)
@@ -144,6 +147,7 @@ class MainWindow(FileDrops, QMainWindow):
         actions = QHBoxLayout()
         actions.addWidget(self.speak_button)
         actions.addWidget(self.stop_button)
+        actions.addWidget(self.pause_button)
         actions.addStretch(1)
         actions.addWidget(self.export_button)
         layout = QVBoxLayout(central)
@@ -209,8 +213,12 @@ class MainWindow(FileDrops, QMainWindow):
         self.stop_action = QAction(self)
         self.stop_action.setShortcut(QKeySequence(Qt.Key.Key_Escape))
         self.stop_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.pause_action = QAction(self)  # the keyboard's Pause key or a media play/pause key
+        self.pause_action.setShortcuts([QKeySequence(Qt.Key.Key_Pause), QKeySequence(Qt.Key.Key_MediaTogglePlayPause)])
+        self.pause_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.addAction(self.speak_action)
         self.addAction(self.stop_action)
+        self.addAction(self.pause_action)
 
         self.settings_menu = menu.addMenu("")
         self.language_menu = self.settings_menu.addMenu("")
@@ -257,6 +265,8 @@ class MainWindow(FileDrops, QMainWindow):
     def _connect(self) -> None:
         self.speak_button.clicked.connect(self.speak)
         self.stop_button.clicked.connect(self.stop)
+        self.pause_button.clicked.connect(self.toggle_pause)
+        self.pause_action.triggered.connect(self.toggle_pause)
         self.export_button.clicked.connect(self._ask_export)
         self.export_action.triggered.connect(self._ask_export)
         self.open_text_action.triggered.connect(self._ask_open_text)
@@ -323,6 +333,8 @@ class MainWindow(FileDrops, QMainWindow):
         self.speak_button.setToolTip(self.tr("Speak the selection or the whole text (Ctrl+Enter)"))
         self.stop_button.setText(self.tr("Stop"))
         self.stop_button.setToolTip(self.tr("Stop (Esc)"))
+        self.pause_button.setToolTip(self.tr("Pause or resume playback (Pause key)"))
+        self.pause_action.setText(self.tr("Pause"))
         self.export_button.setText(self.tr("Export WAV…"))
         self.history_dock.setWindowTitle(self.tr("History"))
         self.file_menu.setTitle(self.tr("&File"))
@@ -568,6 +580,15 @@ class MainWindow(FileDrops, QMainWindow):
             self._set_state("ready")
         self._update_controls()
 
+    @Slot()
+    def toggle_pause(self) -> None:
+        """Pause the audio where it is (synthesis goes on into the queue) or resume it; nothing while silent."""
+        if self.player.paused:
+            self.player.resume()
+        else:
+            self.player.pause()
+        self._update_controls()
+
     def replay(self, entry_id: str) -> None:
         try:
             pcm, rate = self.history.audio(entry_id)
@@ -733,6 +754,10 @@ class MainWindow(FileDrops, QMainWindow):
         self.speak_button.setEnabled(loaded)
         busy = self.state == "speaking" or self.player.is_playing or self._pending_request is not None
         self.stop_button.setEnabled(busy)
+        paused = self.player.paused
+        self.pause_button.setEnabled(self.player.is_playing)
+        self.pause_button.setChecked(paused)
+        self.pause_button.setText(self.tr("Resume") if paused else self.tr("Pause"))
         self.export_button.setEnabled(self.last_result is not None)
         has_styles = bool(self.model and self.model.styles) or bool(
             self.model and (self.model.modes.get("instruct") or self.model.modes.get("instruct2")))

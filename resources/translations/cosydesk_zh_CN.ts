@@ -136,6 +136,14 @@
         <translation>停止（Esc）</translation>
     </message>
     <message>
+        <source>Pause or resume playback (Pause key)</source>
+        <translation>暂停或继续播放（Pause 键）</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
         <source>Export WAV…</source>
         <translation>导出 WAV…</translation>
     </message>
@@ -302,6 +310,10 @@
     <message>
         <source>Backend: {b}</source>
         <translation>后端：{b}</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
     </message>
 </context>
 <context>

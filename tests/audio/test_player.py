@@ -105,3 +105,33 @@ def test_no_output_device_at_all_says_so():
     fake.unplugged = True
     with pytest.raises(AudioDeviceError, match="no audio output device found"):
         play_stream([np.ones(10, np.float32)], RATE, player=Player(sd_module=fake))
+
+
+def test_pause_holds_the_queue_plays_silence_and_resume_goes_on():
+    """Paused: the device gets silence, nothing queued is consumed or lost, no underrun is counted, and a writer
+    facing a full queue waits past its stall timeout; resumed: every sample plays, in order."""
+    fake = FakeSoundDevice(speed=4.0)
+    player = Player(sd_module=fake, buffer_seconds=0.5)
+    assert not player.pause()  # nothing playing yet
+    token = player.begin(RATE)
+    samples = np.arange(1, RATE + 1, dtype=np.float32) / RATE  # 1 s, never zero: silence is told apart
+    assert player.write(samples[:RATE // 4], token)
+    time.sleep(0.02)
+    assert player.pause() and player.paused and player.is_playing
+    played, underruns = player.frames_played, player.underruns
+    done = threading.Event()
+    writer = threading.Thread(target=lambda: done.set() if player.write(samples[RATE // 4:], token, timeout_s=0.1)
+                              else None)
+    writer.start()  # 0.75 s more than the 0.5 s queue holds: it waits for the listener
+    time.sleep(0.4)
+    assert player.frames_played == played and player.underruns == underruns and not done.is_set()
+    player.resume()
+    writer.join(timeout=5)
+    assert done.is_set() and not player.paused
+    player.end(token)
+    assert player.wait_done(timeout_s=5)
+    audible = fake.all_played()[np.flatnonzero(fake.all_played())]
+    assert np.array_equal(audible, samples) and player.underruns == underruns
+    token = player.begin(RATE)  # a new utterance (or stop) is never born paused
+    assert not player.paused
+    player.close()

@@ -90,6 +90,37 @@ def test_stop_midway_silences_and_leaves_app_ready(qtbot, data_dir, fake_model_d
     window.shutdown()
 
 
+def test_pause_holds_the_audio_and_resume_goes_on(qtbot, data_dir, fake_model_dir):
+    """Pause (button or the Pause key) holds playback where it is while synthesis finishes into the queue; Resume
+    plays the rest; Stop while paused silences and resets the button; nothing to pause while silent."""
+    fake_sd = FakeSoundDevice(speed=1.0)
+    made = factory(chunks=6, delay_s=0.01)
+    window = make_window(qtbot, data_dir, made, player=Player(sd_module=fake_sd), model_dir=fake_model_dir)
+    assert not window.pause_button.isEnabled()
+    window.text_edit.setPlainText("a text to pause")
+    finished = []
+    window.controller.worker.jobFinished.connect(finished.append)
+    with qtbot.waitSignal(window.controller.worker.chunkReady, timeout=10000):
+        window.speak_button.click()
+    qtbot.waitUntil(window.pause_button.isEnabled, timeout=5000)
+    window.pause_button.click()
+    assert window.player.paused and window.pause_button.isChecked() and window.pause_button.text() == "Resume"
+    qtbot.waitUntil(lambda: bool(finished), timeout=10000)  # synthesis is not held by the pause
+    assert not finished[0].cancelled
+    played = window.player.frames_played
+    qtbot.wait(300)
+    assert window.player.frames_played == played and window.player.buffered_seconds() > 0.5
+    qtbot.keyClick(window.text_edit, Qt.Key.Key_Pause)  # the keyboard's Pause key resumes
+    assert not window.player.paused and window.pause_button.text() == "Pause"
+    qtbot.waitUntil(lambda: window.player.frames_played > played, timeout=2000)
+    window.pause_button.click()
+    assert window.player.paused
+    window.stop_button.click()
+    qtbot.waitUntil(lambda: not window.pause_button.isEnabled(), timeout=5000)
+    assert not window.player.paused and not window.pause_button.isChecked()
+    window.shutdown()
+
+
 def test_export_round_trip(qtbot, data_dir, fake_model_dir, tmp_path):
     window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
     assert not window.export_button.isEnabled()
