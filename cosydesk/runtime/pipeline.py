@@ -9,7 +9,6 @@ call: nothing is left behind when the generator finishes, fails or is closed.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 from contextlib import contextmanager, nullcontext
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from cosydesk.runtime.cudagraph.compile import env_count
 from cosydesk.runtime.errors import SynthesisError
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
 from cosydesk.runtime.token2wav import Token2Wav
@@ -195,8 +195,7 @@ FIRST_CHUNK_SHARED_STEPS = 8
 
 def first_chunk_shared_steps() -> int:
     """``COSYDESK_FIRST_CHUNK_SHARED_STEPS`` if set (an A/B switch), else ``FIRST_CHUNK_SHARED_STEPS``."""
-    value = os.environ.get("COSYDESK_FIRST_CHUNK_SHARED_STEPS", "").strip()
-    return int(value) if value.isdigit() else FIRST_CHUNK_SHARED_STEPS
+    return env_count("COSYDESK_FIRST_CHUNK_SHARED_STEPS", FIRST_CHUNK_SHARED_STEPS)
 
 
 @contextmanager

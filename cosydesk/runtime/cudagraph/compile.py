@@ -29,6 +29,12 @@ def env_switch(name: str, default: bool) -> bool:
     return default
 
 
+def env_count(name: str, default: int, minimum: int = 0) -> int:
+    """A whole-number environment setting (at least ``minimum``); unset or not a whole number: ``default``."""
+    value = os.environ.get(name, "").strip()
+    return max(minimum, int(value)) if value.isdigit() else default
+
+
 def compile_enabled(device: torch.device) -> bool:
     """True when blocks on ``device`` should be compiled: CUDA, Triton importable, not disabled by the env."""
     if not env_switch("COSYDESK_COMPILE", True):

@@ -15,7 +15,6 @@ cache end with ``TooLongError`` (a ``SynthesisError``: shown to the user as one 
 from __future__ import annotations
 
 import functools
-import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import torch
 
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compiled
+from cosydesk.runtime.cudagraph.compile import compiled, env_count
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError, TooLongError
 
@@ -39,8 +38,7 @@ DECODE_AHEAD = 3
 
 def decode_ahead_steps() -> int:
     """``COSYDESK_DECODE_AHEAD`` (a whole number >= 1) if set, else ``DECODE_AHEAD``."""
-    value = os.environ.get("COSYDESK_DECODE_AHEAD", "").strip()
-    return max(1, int(value)) if value.isdigit() else DECODE_AHEAD
+    return env_count("COSYDESK_DECODE_AHEAD", DECODE_AHEAD, minimum=1)
 
 
 @dataclass
