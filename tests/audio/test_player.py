@@ -120,10 +120,12 @@ def test_pause_holds_the_queue_plays_silence_and_resume_goes_on():
     assert player.pause() and player.paused and player.is_playing
     played, underruns = player.frames_played, player.underruns
     done = threading.Event()
-    writer = threading.Thread(target=lambda: done.set() if player.write(samples[RATE // 4:], token, timeout_s=0.1)
+    # 0.75 s more than the 0.5 s queue holds: it waits for the listener, paused 3x longer than its stall timeout
+    # (which still has to cover the drain after resume on a loaded CI machine: 0.1 s did not)
+    writer = threading.Thread(target=lambda: done.set() if player.write(samples[RATE // 4:], token, timeout_s=0.5)
                               else None)
-    writer.start()  # 0.75 s more than the 0.5 s queue holds: it waits for the listener
-    time.sleep(0.4)
+    writer.start()
+    time.sleep(1.5)
     assert player.frames_played == played and player.underruns == underruns and not done.is_set()
     player.resume()
     writer.join(timeout=5)
