@@ -138,6 +138,7 @@ def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
                          decode_kernels=False)
     assert fast.triton_decoder is not None and plain.triton_decoder is None
     assert fast.select_kernel is not None and plain.select_kernel is None  # ids: Triton selector vs torch form
+    assert fast.select_embeds and not plain.select_embeds  # the Triton selector writes the next input row
     # the interpreter runs programs one by one: few, large row blocks for the 6,564-row head keep this quick
     fast.triton_decoder.config = dk.DecodeKernelConfig(logits=dk.GemvConfig(2048, 32))
     g = torch.Generator().manual_seed(3)

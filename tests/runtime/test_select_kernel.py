@@ -1,4 +1,4 @@
-"""The one-program Triton token selector against ``DeviceTokenSelector.body`` (the torch form), step by step.
+"""The Triton token selector (slice kernels + merge) against ``DeviceTokenSelector.body`` (the torch form), step by step.
 
 Without a GPU the kernel runs in Triton's CPU interpreter (conftest sets TRITON_INTERPRET=1); on the H200 the GPU
 test runs it compiled. Both forms start from the same state and must leave the same token, chosen id, window
@@ -41,7 +41,8 @@ def _state(s):
     return [t.clone() for t in (s.token, s.chosen, s.recent, s.step)]
 
 
-def _run_both(vocab, device, kinds, steps=12, min_len=3, greedy=False, forced=None, sampling=None, seed=0):
+def _run_both(vocab, device, kinds, steps=12, min_len=3, greedy=False, forced=None, sampling=None, seed=0,
+              select=sk.select_next):
     g = torch.Generator().manual_seed(seed)
     ref = _selector(vocab, device, sampling)
     ref.start(min_len, greedy, torch.rand(steps, 2, generator=g), forced)
@@ -50,7 +51,7 @@ def _run_both(vocab, device, kinds, steps=12, min_len=3, greedy=False, forced=No
     for i in range(steps):
         logits = _logits(vocab, g, kinds[i % len(kinds)]).to(device)
         ref.body(logits)
-        sk.select_next(ours, logits)
+        select(ours, logits)
         for a, b, name in zip(_state(ref), _state(ours), ("token", "chosen", "recent", "step")):
             assert torch.equal(a.cpu(), b.cpu()), f"step {i}: {name} {a.tolist()} != {b.tolist()}"
         fallbacks += int(ref.chosen.item()) != 7 and kinds[i % len(kinds)] == "peaked"
@@ -126,9 +127,36 @@ def test_other_sampling_settings_cpu():
     _run_both(300, "cpu", ["random", "peaked", "ties", "peaked"], sampling=sampling, steps=10)
 
 
+@interpreted
+def test_many_small_slices_give_the_same_ids_cpu():
+    """Slices of 32 ids: the merge sees 10 slices' candidates, tied maxima spread over several of them."""
+    sampling = RepetitionAwareSampler()
+    scratch = sk.SelectScratch(300, sampling.top_k, "cpu", sk.SelectConfig(slice=32))
+    assert scratch.slices == 10
+    _, fallbacks = _run_both(300, "cpu", ["ties", "random", "peaked", "flat", "peaked", "peaked"], steps=12,
+                             select=lambda s, logits: sk.select_next(s, logits, scratch))
+    assert fallbacks >= 1
+    _run_both(300, "cpu", ["ties"], steps=4, greedy=True, select=lambda s, logits: sk.select_next(s, logits, scratch))
+
+
+@interpreted
+def test_the_merge_writes_the_chosen_ids_embedding_and_advances_the_position_cpu():
+    vocab, hidden = 300, 24
+    g = torch.Generator().manual_seed(4)
+    table = torch.randn(vocab, hidden, generator=g).half()
+    x, position = torch.zeros(hidden, dtype=torch.half), torch.tensor([41])
+    embed = sk.Embed(table, x, position)
+    s = _selector(vocab, "cpu")
+    s.start(0, False, torch.rand(5, 2, generator=g))
+    for step in range(5):
+        sk.select_next(s, _logits(vocab, g, "random"), embed=embed)
+        assert torch.equal(x, table[int(s.token)]) and int(position) == 42 + step
+
+
 def test_supports():
     assert sk.supports(6564, 25) and not sk.supports(20, 25) and not sk.supports(100_000, 25)
     assert not sk.supports(6564, 256)  # K_BLOCK x K_BLOCK registers: large top_k uses the torch form
+    assert not sk.supports(6564, 25, sk.SelectConfig(slice=16))  # top-k within one slice
 
 
 @cuda

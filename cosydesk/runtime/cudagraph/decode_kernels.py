@@ -332,12 +332,17 @@ class TritonDecoder:
         self.act = new(inner)
         self.partial = new(self.config.split, hidden, dtype=torch.float32)
 
+    @property
+    def uses_pdl(self) -> bool:
+        """Whether the kernels launch with programmatic dependent launch (the config's choice, else the GPU's)."""
+        return self.pdl if self.config.pdl is None else self.config.pdl
+
     def step(self, k_cache: torch.Tensor, v_cache: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
              position: torch.Tensor, logits: torch.Tensor) -> None:
         """Logits of the row in ``self.x`` at ``position``; writes its K/V into the caches
         [layers, 1, kv_heads, max_len, head_dim]. Launches 5 kernels per layer and one for the head."""
         cfg = self.config
-        pdl = self.pdl if cfg.pdl is None else cfg.pdl
+        pdl = self.uses_pdl
         partial = None  # layer 0's input is the embedded row itself
         for i, w in enumerate(self.layers):
             rms_gemv(self.x, partial, self.residual, w.ln1, w.eps, w.w_qkv, w.b_qkv, self.qkv, cfg.qkv, pdl=pdl)

@@ -8,7 +8,7 @@ The decode step runs the Triton kernels of ``decode_kernels.py`` on a GPU with T
 host memory. One sequence at a time: the cache belongs to the object, a new ``prefill`` starts over.
 
 ``generate_speech_tokens`` is the fast generation loop: the decode graph ends by choosing the next id on the
-device (``select.py``; with the decode kernels as one Triton program, ``select_kernel.py``), so step n+1 is
+device (``select.py``; with the decode kernels as Triton kernels, ``select_kernel.py``), so step n+1 is
 launched before the host reads id n (decode-ahead).
 
 Prefill pads the prompt up to a bucket; the padded query rows write junk K/V at positions P..bucket-1, which
@@ -193,7 +193,15 @@ class StaticQwenLM(StaticSpeechLM):
         self.prefill_layer = compiled(decoder_layer, self.device, dynamic=True, backend=compile_backend)
         # the choice of the next id: with the decode kernels one Triton program (``select_kernel.py``), else its
         # ~25 small ops compiled (H200: 0.156 -> 0.078 ms per token)
-        self._choose_select(self.triton_decoder is not None, compile_backend)
+        # ~25 small ops compiled (H200: 0.156 -> 0.078 ms per token); the Triton form also writes the next step's
+        # input row and position, so the decode graph is the Triton kernels alone, each launched with PDL
+        embed = None
+        if self.triton_decoder is not None:
+            from cosydesk.runtime.cudagraph.select_kernel import Embed
+
+            embed = Embed(lm.speech_embedding.weight, self.triton_decoder.x.view(self.hidden), self.position)
+        self._choose_select(self.triton_decoder is not None, compile_backend, embed,
+                            pdl=self.triton_decoder is not None and self.triton_decoder.uses_pdl)
         if use_graphs:
             self.capture(pool, progress)
 
@@ -266,7 +274,8 @@ class StaticQwenLM(StaticSpeechLM):
         position advanced (for ``generate_speech_tokens``; ``decode_step`` sets both from the host anyway)."""
         table = self.lm.speech_embedding.weight
         if self.triton_decoder is not None:
-            torch.index_select(table, 0, self.token, out=self.triton_decoder.x.view(1, self.hidden))
+            if not self.select_embeds:  # else the previous choice wrote it
+                self._embed_token()
             self.triton_decoder.step(self.k_cache, self.v_cache, self.cos, self.sin, self.position,
                                      self.decode_logits)
         else:
@@ -274,7 +283,11 @@ class StaticQwenLM(StaticSpeechLM):
                                   self.decode_layer)
             self.decode_logits.copy_(self.lm.llm_decoder(hidden[0, -1]).float())
         self.select(self.decode_logits)
-        self.position.add_(1)
+        if not self.select_embeds:
+            self.position.add_(1)
+
+    def _embed_token(self) -> None:
+        torch.index_select(self.lm.speech_embedding.weight, 0, self.token, out=self.triton_decoder.x.view(1, self.hidden))
 
     def _prefill_body(self, bucket: int) -> None:
         hidden = self.forward(self.prefill_in[bucket], self.prefill_pos[bucket], self.prefill_layer)

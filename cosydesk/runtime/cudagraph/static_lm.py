@@ -4,7 +4,7 @@ A subclass (``qwen.StaticQwenLM`` for v2/v3, ``transformer_lm.StaticTransformerL
 ``prefill`` fills the static KV cache and ``prefill_logits``, its ``_decode_body`` turns the id in ``token`` at
 ``position`` into ``decode_logits``, then calls ``self.select`` and advances ``position``; its ``capture`` puts
 ``decode`` and ``select_prefill`` (and whatever else it has) into CUDA graphs. This base class holds the static
-inputs/outputs, the device-side id selector (``select.py``; the one-program Triton form where it compiles,
+inputs/outputs, the device-side id selector (``select.py``; the Triton form where it compiles,
 ``select_kernel.py``) and the runtime API the pipeline calls: ``prefill``/``decode_step`` (parity tests, the
 bench's generic loop) and ``generate_speech_tokens``, the fast loop: step n+1 is queued before id n is read.
 Every subclass ``prefill`` checks the prompt fits (``_prompt_fits``) and clears the cache rows past it
@@ -74,6 +74,10 @@ class StaticSpeechLM:
     def _decode_body(self) -> None:
         raise NotImplementedError
 
+    def _embed_token(self) -> None:
+        """Write the decode step's input row for ``token`` (subclasses whose selector can embed, ``select_embeds``)."""
+        raise NotImplementedError
+
     def _select_prefill_body(self) -> None:
         self.select(self.prefill_logits)
 
@@ -108,22 +112,26 @@ class StaticSpeechLM:
         self.v_cache[..., length:, :].zero_()
 
     # --- load-time helpers -------------------------------------------------------------------------------
-    def _choose_select(self, kernel_wanted: bool, compile_backend: str | None) -> None:
-        """``self.select``: the one-program Triton selector when ``kernel_wanted`` and it compiles, else the
-        selector's torch ops (compiled on a GPU)."""
-        self.select_kernel = self._make_select_kernel() if kernel_wanted else None
+    def _choose_select(self, kernel_wanted: bool, compile_backend: str | None, embed=None, pdl: bool = False) -> None:
+        """``self.select``: the Triton selector when ``kernel_wanted`` and it compiles, else the selector's torch ops
+        (compiled on a GPU). ``embed`` (a ``select_kernel.Embed``): the Triton selector also writes the next
+        decode input row and advances ``position`` (``self.select_embeds``: the decode body then does neither)."""
+        self.select_kernel = self._make_select_kernel(embed, pdl) if kernel_wanted else None
+        self.select_embeds = self.select_kernel is not None and embed is not None
         self.select = self.select_kernel or compiled(self.selector.body, self.device, dynamic=False,
                                                      backend=compile_backend)
 
-    def _make_select_kernel(self):
-        """``selector.body`` as the one-program Triton kernel, or None where it does not fit or fails to compile
-        (one call now, on zero logits; the selector is reset before every sentence)."""
+    def _make_select_kernel(self, embed, pdl: bool):
+        """``selector.body`` as the Triton kernels, or None where they do not fit or fail to compile (one call
+        now, on zero logits; the selector is reset before every sentence)."""
         from cosydesk.runtime.cudagraph import select_kernel
 
         sampling = self.selector.sampling
-        if not select_kernel.supports(self.decode_logits.shape[0], sampling.top_k):
+        vocab = self.decode_logits.shape[0]
+        if not select_kernel.supports(vocab, sampling.top_k):
             return None
-        select = functools.partial(select_kernel.select_next, self.selector)
+        scratch = select_kernel.SelectScratch(vocab, min(sampling.top_k, vocab), self.device)
+        select = functools.partial(select_kernel.select_next, self.selector, scratch=scratch, embed=embed, pdl=pdl)
         try:
             error = self._trial_run(lambda: select(self.decode_logits))
         finally:
@@ -162,6 +170,8 @@ class StaticSpeechLM:
             self.token.copy_(token.reshape(1))
         else:
             self.token.fill_(int(token))
+        if self.select_embeds:  # the decode graph takes its input row from the previous choice: write it here
+            self._embed_token()
         self.position.fill_(state.length)
         self._replay(*self._decode_job(state.length))
         state.length += 1
