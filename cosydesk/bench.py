@@ -346,8 +346,9 @@ def kernel_paths(model) -> dict:
     else:
         select = "device torch" if hasattr(llm, "selector") else "host"
     rows = type(estimator).__name__ == "RowCausalDecoder"
+    encoder_graphs = len(getattr(getattr(model.flow, "encoder", None), "graphs", None) or {})
     return {"llm_decode": decode, "token_select": select, "llm_decode_ahead": getattr(llm, "ahead", None),
-            "flow_triton_blocks": blocks, "flow_row_estimator": rows,
+            "flow_triton_blocks": blocks, "flow_row_estimator": rows, "flow_encoder_graphs": encoder_graphs,
             "hift_final_graphs": len(getattr(model.hift, "padded", {}))}
 
 

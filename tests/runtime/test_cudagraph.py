@@ -751,6 +751,37 @@ def test_graphed_sampler_step_buffers_match_solver_cpu(tiny_v2_model, streaming)
         assert torch.allclose(ours, ref, atol=1e-4, rtol=1e-4), frames
 
 
+def test_v1_graphed_encoder_padding_keeps_valid_frames_cpu(tmp_path):
+    """v1's full-attention flow encoder on a bucket (what its graphs capture) equals the plain encoder on the valid
+    frames: padded rows masked as keys, relative positions of a longer bucket, a length given as a device tensor,
+    and requests longer than every bucket (the plain encoder). Chunked encoders are refused."""
+    import copy
+
+    from cosydesk.runtime.cudagraph.encoder import GraphedFullAttentionEncoder
+    from cosydesk.runtime.cudagraph.model import v1_encoder_graphs_wanted
+    from cosydesk.testing.full_size import random_model
+
+    flow = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True).flow
+    encoder = flow.encoder
+    assert v1_encoder_graphs_wanted(encoder)
+    graphed = GraphedFullAttentionEncoder(encoder, [16, 48])
+    g = torch.Generator().manual_seed(2)
+    for total in (11, 16, 30, 60):  # bucket 16 with 5 padded rows, exactly 16, bucket 48, past every bucket
+        tokens = flow.embed_tokens(*torch.randint(0, 4096, (1, total), generator=g).split([4, total - 4], dim=1))
+        for lengths in (torch.tensor([total], dtype=torch.int32), None):
+            with torch.inference_mode():
+                ref, ref_mask = encoder(tokens, lengths)
+                ours, mask = graphed(tokens, lengths)
+            assert ours.shape == ref.shape and torch.equal(mask, ref_mask)
+            torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-5)
+    assert graphed.eager_calls == 8  # no graphs on CPU: six bucket bodies, two plain calls
+    chunked = copy.deepcopy(encoder)
+    chunked.static_chunk_size = 4
+    assert not v1_encoder_graphs_wanted(chunked)
+    with pytest.raises(ValueError, match="full attention"):
+        GraphedFullAttentionEncoder(chunked, [16])
+
+
 def test_v1_masked_group_norm_makes_bucket_padding_harmless_cpu(tmp_path):
     """v1's GroupNorm spans time: padding to a bucket changes valid frames unless the statistics are masked."""
     import copy

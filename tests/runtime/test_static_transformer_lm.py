@@ -209,6 +209,22 @@ def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
     assert torch.cuda.memory_reserved() == reserved and graph.llm.padded_prefill.eager_calls == 0
     ref_logits, _ = module.prefill(*longer)
     assert (logits - ref_logits).abs().max() / ref_logits.abs().max() < 1e-2 and state.length == 2 + 1 + 17 + 90
+    # the flow encoder replays a token bucket's graph: the float16 module's output, nothing allocated
+    from cosydesk.runtime.cudagraph.encoder import GraphedFullAttentionEncoder
+
+    encoder = graph.flow.encoder
+    assert isinstance(encoder, GraphedFullAttentionEncoder) and encoder.graphs
+    with torch.inference_mode():
+        tokens = graph.flow.embed_tokens(args[2][:, :7], torch.randint(0, 4096, (1, 50), generator=g).to(dev))
+        lengths = torch.tensor([57], dtype=torch.int32, device=dev)
+        ours, _ = encoder(tokens, lengths)  # first call: its pad mask's few eager kernels warm up
+        torch.cuda.synchronize()
+        reserved = torch.cuda.memory_reserved()
+        ours, _ = encoder(tokens, lengths)
+        torch.cuda.synchronize()
+        assert torch.cuda.memory_reserved() == reserved and encoder.eager_calls == 0
+        ref, _ = encoder.encoder(tokens, lengths)  # the same float16 module, eagerly
+    assert torch.isfinite(ours).all() and (ours - ref).abs().max() / ref.abs().max() < 1e-2
 
 
 def test_the_default_cache_holds_a_30_s_prompt(lm, golden_v1):

@@ -1,4 +1,5 @@
-"""The v2 flow encoder (UpsampleConformerEncoder) as CUDA graphs: one per token bucket and attention mode.
+"""The flow encoders as CUDA graphs: v2's UpsampleConformerEncoder per token bucket and attention mode, v1's
+full-attention ConformerEncoder per token bucket (``GraphedFullAttentionEncoder``, at the end).
 
 Why: eagerly the encoder is ~430 small kernels launched from Python, ~10 ms per flow call on the H200 (more
 while the LLM thread competes for the GIL); replayed from a graph it is ~1.3 ms. (Compiling its conformer layers
@@ -115,3 +116,75 @@ class GraphedEncoder(nn.Module):
         frames = tokens * self.encoder.up_stride
         mask = torch.ones(1, 1, frames, dtype=torch.bool, device=xs.device)
         return out[:, :frames], mask
+
+
+class GraphedFullAttentionEncoder(nn.Module):
+    """Drop-in for v1's flow ``ConformerEncoder`` (batch 1) with captured token buckets; ``capture()`` on CUDA only.
+
+    Why: eagerly it is ~200 small kernels launched from Python each flow call (v2's encoder: ~10 ms eager ->
+    1.3 ms as graphs). Padding to a bucket is invisible to the valid frames: the input layer works row by row
+    (linear, LayerNorm, scale), the attention is full with the padded keys masked, the layers have no convolution,
+    and relative positions depend only on query - key distance (one table owned here, as in ``GraphedEncoder``).
+    Encoders with chunked attention, batches and requests longer than every bucket run the plain module.
+    """
+
+    def __init__(self, encoder, buckets: list[int]):
+        super().__init__()
+        if encoder.static_chunk_size or encoder.use_dynamic_chunk:
+            raise ValueError("GraphedFullAttentionEncoder needs an encoder with full attention (no chunk mask)")
+        self.encoder = encoder
+        self.buckets = sorted(buckets)
+        param = next(encoder.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        in_dim = encoder.embed.out[0].in_features
+        self.positions = EspnetRelPositionalEncoding(encoder.output_size(), initial_positions=self.buckets[-1])
+        self.bufs = {b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
+                         "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets}
+        self.outputs: dict[int, torch.Tensor] = {}
+        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self.eager_calls = 0
+
+    def _body(self, bucket: int) -> torch.Tensor:
+        """The encoder on the bucket's buffers -> [1, bucket, width] (valid rows first)."""
+        enc, b = self.encoder, self.bufs[bucket]
+        xs = enc.embed(b["x"])
+        mask = attention_mask(padding_mask(b["length"], bucket, 1, self.device), 0)
+        positions = self.positions.relative(bucket, bucket, self.device, self.dtype)
+        for layer in enc.encoders:
+            xs = layer(xs, mask, positions)
+        if enc.normalize_before:
+            xs = enc.after_norm(xs)
+        self.outputs[bucket] = xs
+        return xs
+
+    def capture(self, pool=None, progress=None) -> None:
+        with torch.inference_mode():
+            for b in self.bufs.values():  # realistic values while warming up
+                b["x"].normal_()
+                b["length"].fill_(b["x"].shape[1])
+        jobs = [(b, functools.partial(self._body, b)) for b in self.buckets]
+        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "encoder"))
+
+    def forward(self, xs: torch.Tensor, xs_lens: torch.Tensor | None, decoding_chunk_size: int = 0,
+                num_decoding_left_chunks: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+        """As ``ConformerEncoder.forward``: (out [1, T, width], pad mask [1, 1, T])."""
+        tokens = xs.shape[1]
+        bucket = bucket_for(tokens, self.buckets)
+        if xs.shape[0] != 1 or bucket is None:
+            self.eager_calls += 1
+            return self.encoder(xs, xs_lens, decoding_chunk_size, num_decoding_left_chunks)
+        b = self.bufs[bucket]
+        b["x"][:, :tokens].copy_(xs)
+        b["x"][:, tokens:].zero_()
+        if xs_lens is None:
+            b["length"].fill_(tokens)
+        else:  # a device copy: no wait for the host
+            b["length"].copy_(xs_lens.reshape(1).clamp(max=tokens))  # more than T: all valid, as in the module
+        graph = self.graphs.get(bucket)
+        if graph is None:  # not captured (CPU tests): the same body, eagerly
+            self.eager_calls += 1
+            out = self._body(bucket)
+        else:
+            graph.replay()
+            out = self.outputs[bucket]
+        return out[:, :tokens], padding_mask(xs_lens, tokens, 1, xs.device)

@@ -8,8 +8,10 @@ computes on time-major rows with its resnets as conv kernels (``row_estimator.py
 compiled (``compile.py``); one Euler step of the CFM solver is captured per mel-length bucket (``GraphedSampler``).
 v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``) and the final chunk's padded
 form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
-bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket
-(``COSYDESK_V1_HIFT_GRAPHS=0`` keeps it eager). v1's flow encoder and v3's causal HiFT stream run eager.
+bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket (``COSYDESK_V1_HIFT_GRAPHS=0`` keeps it
+eager) and the flow encoder per token bucket (``GraphedFullAttentionEncoder``; ``COSYDESK_V1_ENCODER_GRAPHS=0``
+keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v3's causal HiFT stream
+runs eager.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled, env_switch
-from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
+from cosydesk.runtime.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import (GraphedHift, final_hift_graphs_wanted, final_hift_shapes,
                                             streaming_hift_shapes, v1_hift_graphs_wanted, v1_hift_shapes)
@@ -35,6 +37,13 @@ from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM, suppo
 FLOW_BUCKET_STEP = 32
 ENCODER_BUCKET_STEP = 32  # tokens; the encoder is launch-bound, so coarse buckets cost little and save graphs
 FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
+
+
+def v1_encoder_graphs_wanted(encoder) -> bool:
+    """v1's flow encoder as graphs: on by default (``COSYDESK_V1_ENCODER_GRAPHS=0`` keeps it eager), for the
+    full-attention encoders the released v1 configs have."""
+    return (env_switch("COSYDESK_V1_ENCODER_GRAPHS", True) and not encoder.static_chunk_size
+            and not encoder.use_dynamic_chunk)
 
 
 def flow_kernels_wanted(device: torch.device) -> bool:
@@ -83,10 +92,16 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     llm = static_llm(model, llm_max_len, llm_pool, progress)
     flow = model.flow
     max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
-    # v2's encoder is captured per bucket (v1's is not causal, v3's flow has none)
-    if type(getattr(flow, "encoder", None)).__name__ == "UpsampleConformerEncoder":
+    # the flow encoder is captured per token bucket (v3's flow has none)
+    encoder_kind = type(getattr(flow, "encoder", None)).__name__
+    if encoder_kind == "UpsampleConformerEncoder":
         tokens = max_frames // flow.encoder.up_stride
         flow.encoder = GraphedEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
+        flow.encoder.capture(pool=flow_pool, progress=progress)
+    elif encoder_kind == "ConformerEncoder" and v1_encoder_graphs_wanted(flow.encoder):
+        # prompt + new tokens of the longest flow call (frames per token: sample rate / hop / token rate)
+        tokens = math.ceil(max_frames * flow.input_frame_rate * flow.hop / flow.sample_rate)
+        flow.encoder = GraphedFullAttentionEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)
     sampler = flow.decoder
     fuse_estimator_attention(sampler.estimator)
