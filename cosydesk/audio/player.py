@@ -319,7 +319,7 @@ class Player:
                 if ring is None or ring.readable() == 0:
                     self._stop_requested = True
                     raise self._sd.CallbackStop
-            else:
+            elif self._started_utterance:  # before its first chunk a new utterance is waiting, not running dry
                 self.underruns += 1
 
 

@@ -45,6 +45,25 @@ def test_slow_producer_counts_underruns():
     player.close()
 
 
+def test_the_wait_for_a_new_utterances_first_chunk_is_not_an_underrun():
+    """A new utterance cutting off one still playing keeps the stream running; until its first chunk arrives
+    the device plays silence, which is waiting, not running dry (it counted ~12 underruns per switch in the app)."""
+    fake = FakeSoundDevice(speed=1.0)
+    player = Player(sd_module=fake)
+    token = player.begin(RATE)
+    assert player.write(np.full(RATE, 0.25, np.float32), token)
+    time.sleep(0.1)
+    token = player.begin(RATE)  # the next line, while the first still plays
+    time.sleep(0.2)  # its "synthesis": ~6 callbacks of silence
+    assert player.is_playing and player.underruns == 0
+    assert player.write(np.full(800, 0.5, np.float32), token)
+    player.end(token)
+    assert player.wait_done(timeout_s=2.0)
+    sound = fake.all_played()[fake.all_played() != 0]  # the first line's start, then all of the second
+    assert player.underruns == 0 and sound[-800:].tolist() == [0.5] * 800 and (sound[:-800] == 0.25).all()
+    player.close()
+
+
 def test_stop_silences_within_a_callback_and_player_is_reusable():
     fake = FakeSoundDevice(speed=1.0)
     player = Player(sd_module=fake)
