@@ -1,4 +1,5 @@
-"""The Triton token selector (slice kernels + merge) against ``DeviceTokenSelector.body`` (the torch form), step by step.
+"""The Triton token selector (slice kernels + merge) against ``DeviceTokenSelector.body`` (the torch form), step
+by step.
 
 Without a GPU the kernel runs in Triton's CPU interpreter (conftest sets TRITON_INTERPRET=1); on the H200 the GPU
 test runs it compiled. Both forms start from the same state and must leave the same token, chosen id, window

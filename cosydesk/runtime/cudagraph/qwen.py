@@ -191,9 +191,8 @@ class StaticQwenLM(StaticSpeechLM):
         # Prefill: the plain layer compiled once with a symbolic length, shared by every bucket (H200, bucket 64:
         # 3.1 -> 1.3 ms per prefill: RMSNorm, rotary and the residual adds fused).
         self.prefill_layer = compiled(decoder_layer, self.device, dynamic=True, backend=compile_backend)
-        # the choice of the next id: with the decode kernels one Triton program (``select_kernel.py``), else its
-        # ~25 small ops compiled (H200: 0.156 -> 0.078 ms per token)
-        # ~25 small ops compiled (H200: 0.156 -> 0.078 ms per token); the Triton form also writes the next step's
+        # the choice of the next id: with the decode kernels Triton kernels (``select_kernel.py``), else its ~25
+        # small ops compiled (H200: 0.156 -> 0.078 ms per token); the Triton form also writes the next step's
         # input row and position, so the decode graph is the Triton kernels alone, each launched with PDL
         embed = None
         if self.triton_decoder is not None:
@@ -287,7 +286,8 @@ class StaticQwenLM(StaticSpeechLM):
             self.position.add_(1)
 
     def _embed_token(self) -> None:
-        torch.index_select(self.lm.speech_embedding.weight, 0, self.token, out=self.triton_decoder.x.view(1, self.hidden))
+        row = self.triton_decoder.x.view(1, self.hidden)
+        torch.index_select(self.lm.speech_embedding.weight, 0, self.token, out=row)
 
     def _prefill_body(self, bucket: int) -> None:
         hidden = self.forward(self.prefill_in[bucket], self.prefill_pos[bucket], self.prefill_layer)
