@@ -7,6 +7,7 @@ code, numpy underneath. On the H200 the GPU variant runs them compiled, in float
 from __future__ import annotations
 
 import copy
+import functools
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ import torch
 triton = pytest.importorskip("triton", reason="the decode kernels are Triton kernels")
 
 from cosydesk.runtime.cudagraph import decode_kernels as dk  # noqa: E402
+from cosydesk.runtime.cudagraph import select_kernel as sk  # noqa: E402
 from cosydesk.runtime.cudagraph.qwen import LayerWeights, _rms, decoder_layer  # noqa: E402
 from tests.conftest import cuda, interpreted  # noqa: E402
 
@@ -139,8 +141,11 @@ def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
     assert fast.triton_decoder is not None and plain.triton_decoder is None
     assert fast.select_kernel is not None and plain.select_kernel is None  # ids: Triton selector vs torch form
     assert fast.select_embeds and not plain.select_embeds  # the Triton selector writes the next input row
-    # the interpreter runs programs one by one: few, large row blocks for the 6,564-row head keep this quick
+    # the interpreter runs programs one by one: few, large row blocks for the 6,564-row head and one slice of ids
+    # for the selector keep this quick (test_select_kernel covers many slices)
     fast.triton_decoder.config = dk.DecodeKernelConfig(logits=dk.GemvConfig(2048, 32))
+    one_slice = sk.SelectScratch(6564, 25, "cpu", sk.SelectConfig(slice=8192))
+    fast.select = functools.partial(fast.select.func, *fast.select.args, **{**fast.select.keywords, "scratch": one_slice})
     g = torch.Generator().manual_seed(3)
     text, prompt_text = torch.randint(1000, 20000, (1, 9), generator=g), torch.randint(1000, 20000, (1, 5), generator=g)
     prompt_speech = torch.randint(0, 6561, (1, 20), generator=g)
