@@ -308,6 +308,7 @@ class _StackedEncoder(nn.Module):
         xs_lens: torch.Tensor | None,
         decoding_chunk_size: int = 0,
         num_decoding_left_chunks: int = -1,
+        pos_emb: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Full-sequence forward, official ``BaseEncoder.forward`` semantics.
 
@@ -315,12 +316,15 @@ class _StackedEncoder(nn.Module):
         With ``static_chunk_size`` c > 0 in the yaml the attention is chunk-causal whatever
         ``decoding_chunk_size`` says (c = 1: causal, the v1 LLM text encoder); c = 0: full attention
         (the v1 flow encoder). ``num_decoding_left_chunks`` is accepted for signature compatibility; the
-        official chunk mask ignores it too (all left chunks are visible).
+        official chunk mask ignores it too (all left chunks are visible). ``pos_emb``: the relative-position table
+        for T frames from elsewhere (the same values; a CUDA graph must not read this module's table, which a
+        longer eager call may regrow); None: this module's own.
         """
         n_frames = xs.size(1)
         pad = padding_mask(xs_lens, n_frames, xs.size(0), xs.device)
         xs = self.embed(xs)
-        pos_emb = self.embed.pos_enc.relative(n_frames, n_frames, xs.device, xs.dtype)
+        if pos_emb is None:
+            pos_emb = self.embed.pos_enc.relative(n_frames, n_frames, xs.device, xs.dtype)
         mask = attention_mask(pad, self._chunk_size(n_frames, decoding_chunk_size))
         for layer in self.encoders:
             xs = layer(xs, mask, pos_emb)

@@ -146,14 +146,9 @@ class GraphedFullAttentionEncoder(nn.Module):
 
     def _body(self, bucket: int) -> torch.Tensor:
         """The encoder on the bucket's buffers -> [1, bucket, width] (valid rows first)."""
-        enc, b = self.encoder, self.bufs[bucket]
-        xs = enc.embed(b["x"])
-        mask = attention_mask(padding_mask(b["length"], bucket, 1, self.device), 0)
+        b = self.bufs[bucket]
         positions = self.positions.relative(bucket, bucket, self.device, self.dtype)
-        for layer in enc.encoders:
-            xs = layer(xs, mask, positions)
-        if enc.normalize_before:
-            xs = enc.after_norm(xs)
+        xs, _ = self.encoder(b["x"], b["length"], pos_emb=positions)
         self.outputs[bucket] = xs
         return xs
 

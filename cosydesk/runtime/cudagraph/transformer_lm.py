@@ -39,7 +39,6 @@ from torch import nn
 from cosydesk.model.norms import fp32_layer_norm
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.sampling import RepetitionAwareSampler
-from cosydesk.model.transformer import attention_mask, padding_mask
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.qwen import DECODE_COMPILE_OPTIONS, _linear
@@ -277,14 +276,9 @@ class PaddedPrefill:
         ids = self.ids[bucket]
         text, speech, order = ids[:bucket], ids[bucket:2 * bucket], ids[2 * bucket:3 * bucket]
         text_length, last = ids[3 * bucket:3 * bucket + 1], ids[3 * bucket + 1:]
-        enc = lm.text_encoder
-        xs = enc.embed(lm.text_embedding(text).unsqueeze(0))
-        mask = attention_mask(padding_mask(text_length, bucket, 1, owner.device), enc._chunk_size(bucket, 1))
-        positions = self.text_positions.relative(bucket, bucket, owner.device, xs.dtype)
-        for layer in enc.encoders:
-            xs = layer(xs, mask, positions)
-        if enc.normalize_before:
-            xs = enc.after_norm(xs)
+        embedded = lm.text_embedding(text).unsqueeze(0)
+        positions = self.text_positions.relative(bucket, bucket, owner.device, embedded.dtype)
+        xs, _ = lm.text_encoder(embedded, text_length, decoding_chunk_size=1, pos_emb=positions)
         encoded = lm.text_encoder_affine_layer(xs)[0]  # [B, D]
         table = lm.llm_embedding.weight
         speaker = lm.spk_embed_affine_layer(F.normalize(self.speaker, dim=1))
