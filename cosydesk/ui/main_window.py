@@ -644,8 +644,8 @@ class MainWindow(FileDrops, QMainWindow):
 
     def open_text_file(self, path: str | Path) -> bool:
         """Put a text file's contents in the editor, decoded as the CLI reads ``--text-file`` (``read_text_file``:
-        UTF-8, UTF-16 with a mark or GB18030; binary files refused). Replaces the editor's text as one edit, so Ctrl+Z brings the old text back; a file that
-        cannot be read leaves the editor as it was and says why. Opened files go to the top of File > Open Recent;
+        UTF-8, UTF-16 with a mark or GB18030; binary files refused). Replaces the editor's text as one edit, so
+        Ctrl+Z brings the old text back; a file that cannot be read leaves the editor as it was and says why. Opened files go to the top of File > Open Recent;
         one that is gone leaves it."""
         try:
             text = read_text_file(path, max_bytes=MAX_TEXT_FILE_BYTES)

@@ -271,13 +271,13 @@ class StaticQwenLM(StaticSpeechLM):
     def _decode_body(self) -> None:
         """One step: logits of ``token`` at ``position``, then the next id chosen into ``token`` and the
         position advanced (for ``generate_speech_tokens``; ``decode_step`` sets both from the host anyway)."""
-        table = self.lm.speech_embedding.weight
         if self.triton_decoder is not None:
             if not self.select_embeds:  # else the previous choice wrote it
                 self._embed_token()
             self.triton_decoder.step(self.k_cache, self.v_cache, self.cos, self.sin, self.position,
                                      self.decode_logits)
         else:
+            table = self.lm.speech_embedding.weight
             hidden = self.forward(table.index_select(0, self.token).view(1, 1, self.hidden), self.position,
                                   self.decode_layer)
             self.decode_logits.copy_(self.lm.llm_decoder(hidden[0, -1]).float())
