@@ -40,7 +40,8 @@ atexit.register(shutil.rmtree, _ALSA_DIR, ignore_errors=True)
 install_alsa_file_capture(_ALSA_DIR)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "cosyvoice-official"
+# The official-reference fixtures travel with the repository (provenance: tests/fixtures/cosyvoice-official/README.md).
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "cosyvoice-official"
 
 
 def fixture_dir(version: str) -> Path:
