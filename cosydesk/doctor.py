@@ -288,15 +288,15 @@ def check_cjk_font() -> Check:
     fc_list = shutil.which("fc-list")
     if fc_list is None:
         return Check("CJK font", WARN, "fontconfig (fc-list) is missing, cannot check for a Chinese font",
-                     "sudo apt install fontconfig fonts-noto-cjk")
+                     "sudo apt install fontconfig fonts-wqy-microhei")
     try:
         found = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError) as error:
-        return Check("CJK font", WARN, f"fc-list failed ({error})", "sudo apt install fonts-noto-cjk")
+        return Check("CJK font", WARN, f"fc-list failed ({error})", "sudo apt install fonts-wqy-microhei")
     families = sorted({line.split(",")[0].strip() for line in found.splitlines() if line.strip()})
     if not families:
         return Check("CJK font", WARN, "no Chinese font: Chinese text shows as boxes in the app",
-                     "sudo apt install fonts-noto-cjk")
+                     "sudo apt install fonts-wqy-microhei")
     return Check("CJK font", OK, ", ".join(families[:3]))
 
 
