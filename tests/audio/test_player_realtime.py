@@ -8,7 +8,10 @@ and the device plays a gap (a click), or keeps recovering and nearly stalls (4,2
 default) none. The player runs in a subprocess: PortAudio reads the ALSA configuration
 once per process, and the test session's is the capture file of ``conftest.py``.
 
-CI installs PulseAudio (``.ci/run``); without the ``pulseaudio`` program the test is skipped.
+CI installs PulseAudio (``.ci/run``); without the ``pulseaudio`` program the test is skipped. A machine too
+busy to keep real time itself (another process holding both cores) is detected by a probe process of its
+own beside the player: when its timer wake-ups come later than the device buffer allows, underruns say
+nothing about the player, and the test skips and says so instead of failing.
 """
 
 from __future__ import annotations
@@ -49,6 +52,23 @@ PLAY_WHILE_HOGGING = textwrap.dedent("""
 """)
 
 
+# A separate process (no GIL shared with the player) that sleeps 1 ms at a time for `seconds` and prints the
+# latest a wake-up came, in ms: the machine's own scheduling delay while the player runs.
+SCHEDULING_PROBE = textwrap.dedent("""
+    import sys, time
+    end = time.monotonic() + float(sys.argv[1])
+    worst = 0.0
+    while time.monotonic() < end:
+        before = time.monotonic()
+        time.sleep(0.001)
+        worst = max(worst, time.monotonic() - before - 0.001)
+    print(round(worst * 1000, 2))
+""")
+# The player's device buffer is 30 ms; a machine that leaves a runnable process waiting longer than half of
+# it cannot keep real time, whatever the player does.
+MACHINE_LATE_MS = 15.0
+
+
 @pytest.fixture
 def pulse_env(tmp_path):
     """Environment for a child process whose PortAudio plays into a private, real-time paced null sink."""
@@ -74,17 +94,41 @@ def pulse_env(tmp_path):
         subprocess.run(["pulseaudio", "--kill"], env=env, capture_output=True, timeout=30)
 
 
-def _play(env: dict, latency: str) -> tuple[bool, int, int]:
-    """(played to the end within 6 s, underruns, frames played) of 3 s of audio at ``latency``."""
-    run = subprocess.run([sys.executable, "-c", PLAY_WHILE_HOGGING, latency], env=env, capture_output=True,
-                         text=True, timeout=120, cwd=REPO)
+def _play(env: dict, latency: str) -> tuple[tuple[bool, int, int], float]:
+    """((played to the end within 6 s, underruns, frames played) of 3 s of audio at ``latency``, the machine's
+    worst scheduling delay in ms meanwhile)."""
+    probe = subprocess.Popen([sys.executable, "-c", SCHEDULING_PROBE, "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        run = subprocess.run([sys.executable, "-c", PLAY_WHILE_HOGGING, latency], env=env, capture_output=True,
+                             text=True, timeout=120, cwd=REPO)
+    finally:
+        late_ms = float(probe.communicate(timeout=60)[0].strip() or "inf")
     assert run.returncode == 0, run.stderr[-2000:]
     done, underruns, played = (int(v) for v in run.stdout.split()[-3:])
-    return bool(done), underruns, played
+    return (bool(done), underruns, played), late_ms
+
+
+def test_scheduling_probe_measures_a_late_wakeup():
+    """The probe reports real delays (so a skip below is never the probe's own mistake): a process stopped
+    for 0.2 s mid-run reports a wake-up at least that late."""
+    import signal
+    import time
+
+    probe = subprocess.Popen([sys.executable, "-c", SCHEDULING_PROBE, "1.5"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    probe.send_signal(signal.SIGSTOP)
+    time.sleep(0.2)
+    probe.send_signal(signal.SIGCONT)
+    assert float(probe.communicate(timeout=60)[0]) >= 150.0
 
 
 def test_playback_does_not_click_while_another_thread_holds_the_gil(pulse_env):
-    assert _play(pulse_env, "default") == (True, 0, 24000 * 3)
+    result, late_ms = _play(pulse_env, "default")
+    if result != (True, 0, 24000 * 3) and late_ms > MACHINE_LATE_MS:
+        pytest.skip(f"this machine could not keep real time during the run (a runnable process waited "
+                    f"{late_ms:.0f} ms, more than {MACHINE_LATE_MS:.0f} ms of the 30 ms device buffer): "
+                    f"underruns {result[1]} say nothing about the player")
+    assert result == (True, 0, 24000 * 3), f"{result} with the machine at most {late_ms:.1f} ms late"
     # the same device and load at PortAudio's "low" latency goes wrong (here: gaps, or playback nearly stalls
     # as the device keeps recovering), so the check above can fail
-    assert _play(pulse_env, "low") != (True, 0, 24000 * 3)
+    assert _play(pulse_env, "low")[0] != (True, 0, 24000 * 3)
