@@ -23,6 +23,25 @@ from collections.abc import Callable
 import torch
 
 BACKENDS = ("eager-fp32", "eager-fp16", "cudagraph", "tensorrt")
+# Backends whose fast path has never executed on a GPU of this project: offered when asked for by name,
+# labelled experimental in doctor, the app and the README, never chosen by `auto`.
+EXPERIMENTAL = {"tensorrt": "engines are built, cached and their ONNX numerics checked, but no engine has run on "
+                            "a GPU here yet (TensorRT-RTX refuses Hopper; full TensorRT was not obtainable)"}
+# Where each GPU backend was run and measured (docs/bench): compute capability -> GPU.
+MEASURED_ON = {"cudagraph": {(9, 0): "NVIDIA H200"}, "eager-fp16": {(9, 0): "NVIDIA H200"},
+               "eager-fp32": {(9, 0): "NVIDIA H200"}}
+
+
+def measured_note(backend: str, compute_capability: tuple[int, int] | None) -> str:
+    """One line on how far ``backend`` has been tried on a GPU of ``compute_capability``: what a user should
+    know before trusting its speed."""
+    if backend in EXPERIMENTAL:
+        return f"{backend} is experimental: {EXPERIMENTAL[backend]}"
+    measured = MEASURED_ON.get(backend, {})
+    if compute_capability in measured:
+        return f"{backend} was measured on this kind of GPU ({measured[compute_capability]})"
+    where = ", ".join(f"{name} (cc {cc[0]}.{cc[1]})" for cc, name in measured.items()) or "no GPU"
+    return f"{backend} was measured on {where}; on this GPU it runs but its speed has not been measured here"
 Progress = Callable[..., None] | None
 
 

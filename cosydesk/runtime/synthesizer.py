@@ -56,19 +56,13 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def _tensorrt_usable() -> bool:
-    """An installed TensorRT flavour supports this GPU (cheap: no engine is built or loaded)."""
-    try:
-        from cosydesk.runtime.tensorrt import flavour
-
-        return bool(flavour.usable_flavours(flavour.current_compute_capability()))
-    except Exception:  # noqa: BLE001 - a broken optional install means "not usable", never a failed start
-        return False
-
-
 def resolve_backend(backend: str, device: str, precision: str = "auto") -> str:
-    """auto -> tensorrt on CUDA when an installed TensorRT supports the GPU, else cudagraph (fp16 graphs);
-    eager-fp32 on the CPU (or with precision fp32); eager -> eager-fp32/-fp16 by precision."""
+    """auto -> cudagraph (fp16 graphs) on CUDA, eager-fp32 on the CPU (or with precision fp32); eager ->
+    eager-fp32/-fp16 by precision.
+
+    auto never picks tensorrt: its engines are built and checked, but none has run on a GPU of ours yet
+    (backends.EXPERIMENTAL), and a default must be a path that has run and been measured.
+    """
     if precision not in ("auto", "fp32", "fp16"):
         raise SynthesisError(f"precision {precision!r} is not one of auto, fp32, fp16")
     on_cuda = device.startswith("cuda")
@@ -77,7 +71,7 @@ def resolve_backend(backend: str, device: str, precision: str = "auto") -> str:
             return "eager-fp32"
         if precision == "fp32":
             return "eager-fp32"
-        return "tensorrt" if _tensorrt_usable() else "cudagraph"
+        return "cudagraph"
     if backend == "eager":
         return "eager-fp16" if on_cuda and precision == "fp16" else "eager-fp32"
     if backend in ("eager-fp32", "eager-fp16", "cudagraph", "tensorrt"):

@@ -25,29 +25,35 @@ def _usable(monkeypatch, usable: bool, cc=(8, 9)):
     monkeypatch.setattr(flavour_mod, "usable_flavours", lambda cc=None: ["tensorrt_rtx"] if usable else [])
 
 
-def test_auto_picks_tensorrt_on_cuda_when_a_flavour_is_usable(monkeypatch):
+def test_auto_never_picks_the_experimental_tensorrt(monkeypatch):
+    """Even with a usable TensorRT flavour, auto keeps the measured cudagraph backend: no TensorRT engine has
+    run on a GPU here, and a default must be a path that has."""
+    from cosydesk.runtime.backends import EXPERIMENTAL
+
     _usable(monkeypatch, True)
-    assert resolve_backend("auto", "cuda") == "tensorrt"
-    assert resolve_backend("auto", "cuda:0", "fp16") == "tensorrt"
+    assert "tensorrt" in EXPERIMENTAL
+    assert resolve_backend("auto", "cuda") == "cudagraph"
+    assert resolve_backend("auto", "cuda:0", "fp16") == "cudagraph"
     assert resolve_backend("auto", "cuda", "fp32") == "eager-fp32"  # fp32 asked: the reference path
 
 
-def test_auto_falls_back_to_cudagraph_without_usable_tensorrt(monkeypatch):
+def test_auto_is_cudagraph_without_usable_tensorrt(monkeypatch):
     _usable(monkeypatch, False, cc=(9, 0))
-    assert resolve_backend("auto", "cuda") == "cudagraph"
-
-
-def test_auto_falls_back_when_the_probe_itself_fails(monkeypatch):
-    def broken():
-        raise OSError("libcudart missing")
-
-    monkeypatch.setattr(flavour_mod, "current_compute_capability", broken)
     assert resolve_backend("auto", "cuda") == "cudagraph"
 
 
 def test_cpu_is_eager_fp32_even_with_tensorrt_usable(monkeypatch):
     _usable(monkeypatch, True)
     assert resolve_backend("auto", "cpu") == "eager-fp32"
+
+
+def test_measured_note_says_what_ran_where():
+    from cosydesk.runtime.backends import measured_note
+
+    assert "experimental" in measured_note("tensorrt", (8, 9))
+    assert "measured on this kind of GPU (NVIDIA H200)" in measured_note("cudagraph", (9, 0))
+    other = measured_note("cudagraph", (8, 9))
+    assert "NVIDIA H200 (cc 9.0)" in other and "not been measured" in other
 
 
 def test_explicit_tensorrt(monkeypatch):
