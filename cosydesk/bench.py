@@ -39,7 +39,11 @@ import threading
 import time
 from pathlib import Path
 
-DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "resources" / "bench_corpus_zh.txt"
+_RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+# Named corpora: `short` (8-20 characters, the app's typical line) and `long` (20-80 characters, what the
+# frontend's splitter makes of paragraphs); --corpus also takes a file.
+CORPORA = {"short": _RESOURCES / "bench_corpus_zh.txt", "long": _RESOURCES / "bench_corpus_zh_long.txt"}
+DEFAULT_CORPUS = CORPORA["short"]
 TOKENS_PER_SECOND = 25
 CHARS_PER_SECOND = 4
 PROMPT = {"v1": (20, 34), "v2": (20, 40), "v3": (20, 40)}  # (prompt speech tokens, prompt mel frames)
@@ -50,10 +54,21 @@ PROMPT_TEXT_IDS = 8
 # --------------------------------------------------------------------------------------------------------
 # inputs
 # --------------------------------------------------------------------------------------------------------
+def corpus_path(name_or_path: str | Path) -> Path:
+    """A named corpus (short, long) or a file path."""
+    return CORPORA.get(str(name_or_path), Path(name_or_path))
+
+
 def read_corpus(path: str | Path, limit: int | None = None) -> list[str]:
-    lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    lines = [line.strip() for line in corpus_path(path).read_text(encoding="utf-8").splitlines()]
     lines = [line for line in lines if line and not line.startswith("#")]
     return lines[:limit] if limit else lines
+
+
+def corpus_stats(texts: list[str]) -> dict[str, float]:
+    """Sentence lengths in characters (min / mean / max): which shape a run measured."""
+    lengths = [len(text) for text in texts] or [0]
+    return {"min": min(lengths), "mean": sum(lengths) / len(lengths), "max": max(lengths)}
 
 
 def forced_token_count(text: str) -> int:
@@ -635,7 +650,8 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         "commit": git_commit(),
         "model": model_name,
         "version": master.version,
-        "corpus": str(args.corpus),
+        "corpus": str(args.corpus) if str(args.corpus) in CORPORA else str(corpus_path(args.corpus)),
+        "corpus_chars": corpus_stats(texts),
         "sentences": len(texts) * args.runs,
         "settings": {"runs": args.runs, "warmup": args.warmup, "fidelity_sentences": args.fidelity, "eager_limit": args.eager_limit, "soak": args.soak,
                      "sampler": args.sampler, "first_chunk": args.first_chunk,
@@ -663,7 +679,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if bool(args.model) == bool(args.random):
         print("cosydesk: error: give exactly one of --model DIR or --random v1|v2|v3", file=sys.stderr)
         return 2
-    if not Path(args.corpus).is_file():
+    if not corpus_path(args.corpus).is_file():
         print(f"cosydesk: error: corpus {args.corpus} does not exist", file=sys.stderr)
         return 2
     os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
@@ -676,7 +692,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--model", help="model folder")
     p.add_argument("--random", choices=["v1", "v2", "v3"], help="full-size released layout, seeded random weights")
     p.add_argument("--backends", default="eager-fp32", help="comma list of eager-fp32, eager-fp16, cudagraph")
-    p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    p.add_argument("--corpus", default="short",
+                   help="short (8-20 characters a sentence), long (20-80: paragraph segments) or a text file")
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="first N sentences only")
     p.add_argument("--warmup", type=int, default=3, help="untimed sentences per backend first")

@@ -25,6 +25,19 @@ def test_shipped_corpus_shape():
     assert 11 <= sum(lengths) / len(lengths) <= 13
 
 
+def test_shipped_long_corpus_shape():
+    """`--corpus long`: paragraph segments of 20-80 characters (5-20 s of audio), spread over the range."""
+    from cosydesk.bench import CORPORA, corpus_path, corpus_stats
+
+    assert corpus_path("long") == CORPORA["long"] and corpus_path("x/y.txt").name == "y.txt"
+    lines = read_corpus("long")
+    lengths = [len(line) for line in lines]
+    assert len(lines) == 200 and len(set(lines)) == 200
+    assert min(lengths) >= 20 and max(lengths) <= 80
+    assert sum(length > 60 for length in lengths) >= 40  # long ones are not rare: the O(length^2) cases
+    assert corpus_stats(lines) == {"min": min(lengths), "mean": sum(lengths) / 200, "max": max(lengths)}
+
+
 def test_forced_inputs_are_seeded_and_sized():
     a = make_forced_sentences("v2", ["今天天气真不错。", "我想喝一杯热咖啡。"], seed=3)
     b = make_forced_sentences("v2", ["今天天气真不错。", "我想喝一杯热咖啡。"], seed=3)
@@ -47,6 +60,7 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     report = json.loads((out / "cpu.json").read_text(encoding="utf-8"))
     assert set(report["machine"]) >= {"gpu", "driver", "torch", "cuda"}
     assert {"commit", "model", "corpus", "sentences", "backends"} <= set(report)
+    assert report["corpus_chars"] == {"min": 8, "mean": 8.0, "max": 8}
     assert report["sentences"] == 1 and report["settings"]["sampler"] == "ras"
     assert report["settings"]["first_chunk"] == "alone"  # the default, as the app runs a request's first sentence
     m = report["backends"]["eager-fp32"]
