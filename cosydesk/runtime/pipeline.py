@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from cosydesk.runtime.cudagraph.compile import env_count
+from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.errors import SynthesisError
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
 from cosydesk.runtime.token2wav import Token2Wav
@@ -187,15 +187,11 @@ def run_sentence(
         producer.join()
 
 
-# CFM steps of a first chunk that run alongside the resumed LLM. H200 A/B at 2770449
-# (docs/bench/h200-v2-shared-steps-ab): 8 steps: first audio P99 40.2 -> 45.0 ms, sentence mean 82 -> 74 ms
-# (RTF -10 %); 0 holds the LLM back for the whole chunk.
-FIRST_CHUNK_SHARED_STEPS = 8
-
-
 def first_chunk_shared_steps() -> int:
-    """``COSYDESK_FIRST_CHUNK_SHARED_STEPS`` if set (an A/B switch), else ``FIRST_CHUNK_SHARED_STEPS``."""
-    return env_count("COSYDESK_FIRST_CHUNK_SHARED_STEPS", FIRST_CHUNK_SHARED_STEPS)
+    """CFM steps of a first chunk that run alongside the resumed LLM (``EngineOptions.first_chunk_shared_steps``,
+    default 8). H200 A/B at 2770449 (docs/bench/h200-v2-shared-steps-ab): 8 steps: first audio P99 40.2 -> 45.0
+    ms, sentence mean 82 -> 74 ms (RTF -10 %); 0 holds the LLM back for the whole chunk."""
+    return active_options().first_chunk_shared_steps
 
 
 @contextmanager

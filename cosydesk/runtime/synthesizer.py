@@ -31,6 +31,7 @@ from cosydesk.runtime.errors import (
     UnknownSpeakerError,
     UnsupportedModeError,
 )
+from cosydesk.runtime.options import EngineOptions, using
 from cosydesk.runtime.styles import StylePreset, presets_for, resolve_instruct
 from cosydesk.runtime.types import AudioChunk, Request
 
@@ -108,7 +109,11 @@ def warmup_progress(progress: Progress) -> Callable[..., None]:
 
 
 class Synthesizer:
-    """Loads one model folder and synthesises requests, streaming or not."""
+    """Loads one model folder and synthesises requests, streaming or not.
+
+    options: how the GPU backend runs (``EngineOptions``); None takes the defaults with the COSYDESK_*
+    environment variables applied, read once here.
+    """
 
     def __init__(
         self,
@@ -118,12 +123,14 @@ class Synthesizer:
         precision: str = "auto",
         progress: Progress | None = None,
         sentence_pause_s: float = 0.15,
+        options: EngineOptions | None = None,
     ):
         import torch
 
         from cosydesk.model import load
 
         progress = progress or (lambda stage, fraction: None)
+        self.options = options if options is not None else EngineOptions.from_env()
         self.model_dir = Path(model_dir).expanduser()
         self.device = resolve_device(device)
         self.backend = resolve_backend(backend, self.device, precision)
@@ -134,7 +141,8 @@ class Synthesizer:
             from cosydesk.runtime.backends import accelerate
 
             progress(f"Preparing {self.backend} (warm-up captures every shape bucket)", 0.3)
-            model = accelerate(model, self.backend, progress=warmup_progress(progress))
+            with using(self.options):
+                model = accelerate(model, self.backend, progress=warmup_progress(progress))
         self.model = model
         self.version = self.model.version
         self.sample_rate = self.model.sample_rate
@@ -372,7 +380,8 @@ class Synthesizer:
                     # for it; measured on the H200, 92 -> 77 ms). Later sentences play behind earlier ones, so
                     # their LLM keeps running (the hold costs throughput, RTF 0.049 -> 0.057 per sentence).
                     for result in run_sentence(self.model, inputs, token_source, stream=stream, speed=request.speed,
-                                               cancel=cancel, on_thread=self._track, first_chunk_alone=s_index == 0):
+                                               cancel=cancel, on_thread=self._track, first_chunk_alone=s_index == 0,
+                                               shared_steps=self.options.first_chunk_shared_steps):
                         pcm = self._to_host(result.pcm)
                         if result.final and not last_sentence:
                             pcm = np.concatenate([pcm, pause])

@@ -916,14 +916,3 @@ def test_folding_weight_norms_keeps_the_vocoder_output_cpu(tiny_v2_model):
     assert type(inner.conv_pre).__name__ != type(getattr(hift, "hift", hift).conv_pre).__name__
 
 
-def test_environment_switches(monkeypatch):
-    """COSYDESK_COMPILE / _DECODE_KERNELS / _FLOW_KERNELS share one reading: on/off words, else the default."""
-    from cosydesk.runtime.cudagraph.compile import env_switch
-
-    for value, expected in (("1", True), ("Yes", True), (" on ", True), ("0", False), ("OFF", False),
-                            ("false", False), ("", None), ("maybe", None)):
-        monkeypatch.setenv("COSYDESK_TEST_SWITCH", value)
-        for default in (True, False):
-            assert env_switch("COSYDESK_TEST_SWITCH", default) is (default if expected is None else expected)
-    monkeypatch.delenv("COSYDESK_TEST_SWITCH")
-    assert env_switch("COSYDESK_TEST_SWITCH", True) is True and env_switch("COSYDESK_TEST_SWITCH", False) is False

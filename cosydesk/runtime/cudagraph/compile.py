@@ -7,7 +7,7 @@ fuses them (RMSNorm/LayerNorm, rotary, SwiGLU, residual adds) and the graphs the
 Regional compilation: one *block* (a Qwen2 decoder layer, a U-Net transformer/resnet block, a DiT block) is
 compiled once and reused by every instance, so the first start costs seconds, not minutes; Inductor's on-disk
 cache (under the user cache dir) makes later starts cheaper still. Compilation is skipped (plain eager blocks,
-still captured) without CUDA, without Triton, or with ``COSYDESK_COMPILE=0``.
+still captured) without CUDA, without Triton, or with ``EngineOptions(compile=False)`` (``COSYDESK_COMPILE=0``).
 """
 
 from __future__ import annotations
@@ -18,26 +18,12 @@ from collections.abc import Callable
 
 import torch
 
-
-def env_switch(name: str, default: bool) -> bool:
-    """An on/off environment switch: 1/true/yes/on or 0/false/no/off; unset or anything else: ``default``."""
-    value = os.environ.get(name, "").strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    return default
-
-
-def env_count(name: str, default: int, minimum: int = 0) -> int:
-    """A whole-number environment setting (at least ``minimum``); unset or not a whole number: ``default``."""
-    value = os.environ.get(name, "").strip()
-    return max(minimum, int(value)) if value.isdigit() else default
+from cosydesk.runtime.options import active as active_options
 
 
 def compile_enabled(device: torch.device) -> bool:
-    """True when blocks on ``device`` should be compiled: CUDA, Triton importable, not disabled by the env."""
-    if not env_switch("COSYDESK_COMPILE", True):
+    """True when blocks on ``device`` should be compiled: CUDA, Triton importable, ``EngineOptions.compile``."""
+    if not active_options().compile:
         return False
     if device.type != "cuda":
         return False

@@ -24,7 +24,8 @@ from cosydesk.model.length_regulator import frames_for_tokens
 from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS
 from cosydesk.runtime.cudagraph.buckets import copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compile_blocks, env_switch
+from cosydesk.runtime.cudagraph.compile import compile_blocks
+from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
 from cosydesk.runtime.token2wav import (V1_MEL_CACHE_FRAMES, V1_MEL_OVERLAP_FRAMES, V1_SOURCE_CACHE_SAMPLES,
@@ -85,16 +86,16 @@ def v1_hift_shapes() -> list[tuple[int, int]]:
 
 
 def v1_hift_graphs_wanted() -> bool:
-    """``COSYDESK_V1_HIFT_GRAPHS``: v1's vocoder calls replay padded graphs (on by default; eager they are ~700
+    """``EngineOptions.v1_hift_graphs``: v1's vocoder calls replay padded graphs (on by default; eager they are ~700
     launches, 12-16 ms a call on the H200. A/B: sentence P99 211 -> 155 ms, mean -5 %, NVML +0.06 GB,
     docs/bench/h200-v1-hift-ab)."""
-    return env_switch("COSYDESK_V1_HIFT_GRAPHS", True)
+    return active_options().v1_hift_graphs
 
 
 def final_hift_graphs_wanted() -> bool:
-    """``COSYDESK_FINAL_HIFT_GRAPHS``: capture the final chunk's padded HiFT graphs (on by default; H200 A/B:
+    """``EngineOptions.final_hift_graphs``: capture the final chunk's padded HiFT graphs (on by default; H200 A/B:
     sentence mean 88 -> 81 ms, RTF 0.0303 -> 0.0281, docs/bench/h200-v2-final-hift-ab)."""
-    return env_switch("COSYDESK_FINAL_HIFT_GRAPHS", True)
+    return active_options().final_hift_graphs
 
 
 def fold_weight_norms(module: torch.nn.Module) -> int:

@@ -26,7 +26,8 @@ from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import make_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled, env_switch
+from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
+from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
 from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
 from cosydesk.runtime.cudagraph.hift import (GraphedHift, final_hift_graphs_wanted, final_hift_shapes,
@@ -40,17 +41,17 @@ FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
 
 
 def v1_encoder_graphs_wanted(encoder) -> bool:
-    """v1's flow encoder as graphs: on by default (``COSYDESK_V1_ENCODER_GRAPHS=0`` keeps it eager), for the
-    full-attention encoders the released v1 configs have."""
-    return (env_switch("COSYDESK_V1_ENCODER_GRAPHS", True) and not encoder.static_chunk_size
+    """v1's flow encoder as graphs: on by default (``EngineOptions.v1_encoder_graphs=False`` keeps it eager),
+    for the full-attention encoders the released v1 configs have."""
+    return (active_options().v1_encoder_graphs and not encoder.static_chunk_size
             and not encoder.use_dynamic_chunk)
 
 
 def flow_kernels_wanted(device: torch.device) -> bool:
     """On CUDA with Triton the estimator's transformer blocks run the Triton kernels of ``flow_kernels.py``
-    instead of compiled torch ops; ``COSYDESK_FLOW_KERNELS=0`` turns them off, and ``COSYDESK_COMPILE=0`` (no
-    generated kernels at all) too."""
-    return env_switch("COSYDESK_FLOW_KERNELS", True) and compile_enabled(device)
+    instead of compiled torch ops; ``EngineOptions.flow_kernels=False`` turns them off, and ``compile=False``
+    (no generated kernels at all) too."""
+    return active_options().flow_kernels and compile_enabled(device)
 
 
 # speech tokens per second of the LLM's vocabulary (v1's tokenizer runs at 50 Hz, v2/v3's at 25 Hz)
@@ -112,7 +113,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         from cosydesk.runtime.cudagraph.row_estimator import use_row_estimator
 
         use_flow_kernels(sampler.estimator)  # those blocks leave ESTIMATOR_BLOCKS' class names: not compiled
-        if env_switch("COSYDESK_ROW_ESTIMATOR", True):
+        if active_options().row_estimator:
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = make_buckets(max_frames, FLOW_BUCKET_STEP, start=64)

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from cosydesk.runtime.cudagraph.compile import env_switch
+from cosydesk.runtime.options import active as active_options
 
 try:  # grid dependency control instructions (Triton >= 3.3)
     from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
@@ -39,9 +39,9 @@ def pdl_wait(PDL: tl.constexpr):
 
 
 def pdl_available(device: torch.device) -> bool:
-    """A Hopper-or-newer GPU, a Triton with grid dependency control, and ``COSYDESK_PDL`` not 0."""
+    """A Hopper-or-newer GPU, a Triton with grid dependency control, and ``EngineOptions.pdl`` on."""
     return (gdc_wait is not None and device.type == "cuda" and torch.cuda.is_available()
-            and torch.cuda.get_device_capability(device)[0] >= 9 and env_switch("COSYDESK_PDL", True))
+            and torch.cuda.get_device_capability(device)[0] >= 9 and active_options().pdl)
 
 
 def compiled_with_pdl(kernel) -> bool:

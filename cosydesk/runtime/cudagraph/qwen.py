@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled, env_switch
+from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
+from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
 
@@ -39,9 +40,9 @@ DECODE_COMPILE_OPTIONS = {"coordinate_descent_tuning": True}
 
 
 def decode_kernels_available(device: torch.device) -> bool:
-    """The Triton decode kernels are used by default on CUDA with Triton. ``COSYDESK_DECODE_KERNELS=0`` turns
-    them off alone; ``COSYDESK_COMPILE=0`` (no generated kernels at all) turns them off too."""
-    return env_switch("COSYDESK_DECODE_KERNELS", True) and compile_enabled(device)
+    """The Triton decode kernels are used by default on CUDA with Triton. ``EngineOptions.decode_kernels``
+    turns them off alone; ``compile=False`` (no generated kernels at all) turns them off too."""
+    return active_options().decode_kernels and compile_enabled(device)
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

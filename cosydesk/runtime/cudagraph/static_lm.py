@@ -23,7 +23,8 @@ import torch
 
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compiled, env_count
+from cosydesk.runtime.cudagraph.compile import compiled
+from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError, TooLongError
 
@@ -33,12 +34,11 @@ from cosydesk.runtime.errors import NumericalError, TooLongError
 # H200, v2 full size, 2 x 50 sentences per setting in one process (docs/bench/h200-v2-decode-ahead-ab): 1 / 2 /
 # 3 steps gave 0.532 / 0.523 / 0.518 and 0.539 / 0.532 / 0.525 ms per token, sentence mean 73.1 / 72.9 / 72.2
 # and 73.1 / 72.6 / 72.4 ms, first audio unchanged (a shorter GIL switch interval, 0.5 ms, changed nothing).
-DECODE_AHEAD = 3
 
 
 def decode_ahead_steps() -> int:
-    """``COSYDESK_DECODE_AHEAD`` (a whole number >= 1) if set, else ``DECODE_AHEAD``."""
-    return env_count("COSYDESK_DECODE_AHEAD", DECODE_AHEAD, minimum=1)
+    """``EngineOptions.decode_ahead`` of the backend being built (default ``DECODE_AHEAD``)."""
+    return active_options().decode_ahead
 
 
 @dataclass
