@@ -101,3 +101,14 @@ def test_bench_rejects_gpu_backends_without_cuda(tiny_v2, tmp_path):
         pytest.skip("CUDA present")
     with pytest.raises(ValueError, match="eager-fp32"):
         main(["bench", "--model", str(tiny_v2), "--backends", "cudagraph", "--limit", "1", "--out", str(tmp_path)])
+
+
+def test_plot_is_optional_without_matplotlib(monkeypatch, tmp_path):
+    """matplotlib is the `bench` extra: without it the bench still writes its JSON, and plot says it drew nothing."""
+    import sys
+
+    from cosydesk.bench import plot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    assert plot({"series": {}}, tmp_path / "x.png") is False
+    assert not (tmp_path / "x.png").exists()

@@ -1,0 +1,239 @@
+"""One backend over the corpus: the timed pass, the soak, the fidelity / stage pass, and their metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import gc
+import time
+
+from cosydesk.bench.inputs import ForcedSentence, LLMStats, LoopOptions, forced_token_source
+from cosydesk.bench.probes import FlowRecorder, HiftRecorder, MemoryProbe
+
+# --------------------------------------------------------------------------------------------------------
+# one backend
+# --------------------------------------------------------------------------------------------------------
+def _percentile(values, q):
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
+
+
+def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, streams, seed: int,
+                   loop: LoopOptions = LoopOptions(), tails: list | None = None):
+    """Stream one sentence; returns (first_s, total_s, waveform np.ndarray). ``tails`` gets one (wait_s, after_s)
+    pair: from the last token to the final token2wav call starting, and to its chunk being on the host."""
+    import numpy as np
+    import torch
+
+    from cosydesk.runtime.pipeline import run_sentence
+
+    torch.manual_seed(seed)  # v1 draws flow noise from the global RNG: same per sentence on every backend
+    llm_stream, t2w_stream = streams
+    ctx = torch.cuda.stream(t2w_stream) if t2w_stream is not None else contextlib.nullcontext()
+    chunks, first = [], None
+    submit = time.perf_counter()
+    with ctx:
+        source = forced_token_source(model, sentence.speech_ids, stats, llm_stream, sampler=loop.sampler, seed=seed)
+        for result in run_sentence(model, sentence.inputs, source, stream=True, zero_noise=True,
+                                   first_chunk_alone=loop.first_chunk_alone):
+            chunks.append(copier(result.pcm))
+            if first is None:
+                first = time.perf_counter() - submit
+            if result.final and tails is not None:
+                last = result.timings["last_token"]
+                tails.append((result.timings["tokens_ready"] - last, time.perf_counter() - last))
+    total = time.perf_counter() - submit
+    wave = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+    return first, total, wave
+
+
+def _drift(reserved: list, nvml: list, cuda: bool) -> float | None:
+    """VRAM drift in percent: mean of the last 100 readings vs the first 100 (NVML when every reading has it)."""
+    nvml_vals = [v for v in nvml if v is not None]
+    track = nvml_vals if len(nvml_vals) == len(reserved) and nvml_vals else reserved
+    k = min(100, max(1, len(track) // 2))
+    if not (cuda and track and track[0] > 0):
+        return None
+    return 100.0 * (sum(track[-k:]) / k - sum(track[:k]) / k) / (sum(track[:k]) / k)
+
+
+def _cuda_sync_all(model):
+    import torch
+
+    if model.device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def kernel_paths(model) -> dict:
+    """Which decode / estimator paths a backend model runs, so the JSON says what was measured: the LLM
+    decode step as Triton kernels, a static graph of torch ops, or the plain module; the next id chosen by the
+    Triton selector, its compiled torch form on the device, or on the host; how many of the estimator's
+    transformer blocks run the Triton flow kernels, whether the estimator computes on rows (conv kernels), how many
+    decode steps the LLM queues ahead of each read (``COSYDESK_DECODE_AHEAD``; None: no decode-ahead loop), and how
+    many padded graphs serve the vocoder's free-length calls (v2's final chunks, ``COSYDESK_FINAL_HIFT_GRAPHS``;
+    v1's calls, ``COSYDESK_V1_HIFT_GRAPHS``)."""
+    llm = model.llm
+    if getattr(llm, "triton_decoder", None) is not None:
+        decode = "triton"
+    elif hasattr(llm, "decode_layer"):
+        decode = "static torch"
+    else:
+        decode = "module"
+    estimator = getattr(getattr(model.flow, "decoder", None), "estimator", None)
+    blocks = 0 if estimator is None else sum(type(m).__name__ == "KernelTransformerBlock" for m in estimator.modules())
+    if getattr(llm, "select_kernel", None) is not None:
+        select = "triton"
+    else:
+        select = "device torch" if hasattr(llm, "selector") else "host"
+    rows = type(estimator).__name__ == "RowCausalDecoder"
+    encoder_graphs = len(getattr(getattr(model.flow, "encoder", None), "graphs", None) or {})
+    return {"llm_decode": decode, "token_select": select, "llm_decode_ahead": getattr(llm, "ahead", None),
+            "flow_triton_blocks": blocks, "flow_row_estimator": rows, "flow_encoder_graphs": encoder_graphs,
+            "hift_final_graphs": len(getattr(model.hift, "padded", {}))}
+
+
+def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,
+                fidelity_sentences: list[ForcedSentence], device, log=print, soak: int = 0,
+                loop: LoopOptions = LoopOptions()) -> tuple[dict, dict]:
+    """Timed pass + fidelity pass (+ an optional soak) for one backend. Returns (metrics, artefacts).
+
+    ``fidelity_sentences`` may differ from the timed ``sentences`` (eager backends time a few sentences but
+    serve as the fidelity reference on more). ``soak``: that many further sentences (the corpus cycled) after
+    the timed pass, VRAM read after each, reported as ``soak`` (drift first vs last 100)."""
+    import numpy as np
+    import torch
+
+    from cosydesk.runtime.backends import accelerate
+    from cosydesk.runtime.host_copy import PinnedCopier
+
+    cuda = device.type == "cuda"
+    if cuda:
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    probe = MemoryProbe(device)
+    t_load = time.perf_counter()
+    base = dataclasses.replace(master, llm=copy.deepcopy(master.llm), flow=copy.deepcopy(master.flow),
+                               hift=copy.deepcopy(master.hift))
+    target = torch.float32 if name in ("eager", "eager-fp32") else torch.float16
+    for module in (base.llm, base.flow, base.hift):
+        keep32 = module is base.hift and master.version == "v3"  # the backend keeps v3's HiFT in float32
+        module.to(device=device, dtype=torch.float32 if keep32 else target)  # cast on the way: no float32 copy on the GPU for fp16 backends
+    base = dataclasses.replace(base, device=device)
+    model = accelerate(base, name, progress=lambda done, total, what="": log(f"  [{name}] warm-up {what} {done}/{total}")
+                       if done == total or done % 10 == 0 else None)
+    del base
+    streams = (torch.cuda.Stream(), torch.cuda.Stream()) if cuda else (None, None)
+    copier = PinnedCopier(device)
+    stats = LLMStats()
+    for i in range(min(warmup, len(sentences))):
+        synthesize_one(model, sentences[i], stats, copier, streams, seed=i, loop=loop)
+    load_s = time.perf_counter() - t_load
+    stats = LLMStats()
+    sr = model.sample_rate
+    firsts, totals, audio_s, reserved, nvml, nan_count, tails = [], [], [], [], [], 0, []
+    wall0 = time.perf_counter()
+    for run in range(runs):
+        for i, sentence in enumerate(sentences):
+            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i, loop=loop,
+                                                tails=tails)
+            firsts.append(first)
+            totals.append(total)
+            audio_s.append(wave.shape[0] / sr)
+            nan_count += int((~np.isfinite(wave)).sum())
+            reserved.append(probe.reserved_gb())
+            nvml.append(probe.nvml_gb())
+            if (len(firsts)) % 100 == 0:
+                log(f"  [{name}] {len(firsts)}/{runs * len(sentences)} sentences, first audio p50 "
+                    f"{1e3 * _percentile(firsts, 50):.1f} ms")
+    wall = time.perf_counter() - wall0
+    soak_report = None
+    soak_reserved, soak_nvml = [], []
+    if soak:
+        soak_nan = 0
+        for i in range(soak):
+            wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, streams, seed=i,
+                                  loop=loop)[2]
+            soak_nan += int((~np.isfinite(wave)).sum())
+            soak_reserved.append(probe.reserved_gb())
+            soak_nvml.append(probe.nvml_gb())
+            if (i + 1) % 250 == 0:
+                log(f"  [{name}] soak {i + 1}/{soak}")
+        soak_report = {"sentences": soak, "nan_count": soak_nan, "drift": _drift(soak_reserved, soak_nvml, cuda),
+                       "peak_reserved_gb": max(soak_reserved) if cuda else None,
+                       "peak_nvml_gb": max((v for v in soak_nvml if v is not None), default=None)}
+    peak_reserved = torch.cuda.max_memory_reserved() / 1e9 if cuda else None
+    nvml_vals = [v for v in nvml if v is not None]
+
+    # fidelity / stage pass (untimed for the metrics above; syncs around every stage)
+    record: dict = {}
+    fid_model = dataclasses.replace(model, flow=FlowRecorder(model.flow, lambda: _cuda_sync_all(model), record, "flow"),
+                                    hift=HiftRecorder(model.hift, lambda: _cuda_sync_all(model), record, "hift"))
+    waves = []
+    fid_stats = LLMStats()
+    fidelity_n = len(fidelity_sentences)
+    for i, sentence in enumerate(fidelity_sentences):
+        waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, streams, seed=i, loop=loop)[2])
+        nan_count += int((~np.isfinite(waves[-1])).sum())
+    nan_count += sum(int((~torch.isfinite(m)).sum()) for m in record.get("mels", []))
+
+    drift = _drift(reserved, nvml, cuda)
+    ms = lambda xs: [1e3 * x for x in xs]  # noqa: E731
+    metrics = {
+        "first_audio_ms": {"mean": 1e3 * float(np.mean(firsts)), "p50": _percentile(ms(firsts), 50),
+                           "p99": _percentile(ms(firsts), 99)},
+        "total_ms": {"mean": 1e3 * float(np.mean(totals)), "p50": _percentile(ms(totals), 50),
+                     "p99": _percentile(ms(totals), 99)},
+        "rtf": float(sum(totals) / max(sum(audio_s), 1e-9)),
+        "sentences_per_s": len(firsts) / wall,
+        "peak_reserved_gb": peak_reserved,
+        "peak_nvml_gb": max(nvml_vals) if nvml_vals else None,
+        "nvml_source": probe.nvml_source,
+        "vram_drift_pct": drift,
+        "fidelity": {"mel_rel_err": None, "snr_db": None, "nan_count": nan_count},
+        "stages": {
+            "llm_ms_per_token": 1e3 * stats.decode_s / max(stats.decode_steps, 1),
+            "llm_prefill_ms": 1e3 * float(np.median(stats.prefill_s)) if stats.prefill_s else None,
+            "flow_first_chunk_ms": float(np.median(record["flow_ms"][::max(1, len(record["flow_ms"]) // max(1, fidelity_n))]))
+            if record.get("flow_ms") else None,
+            "flow_ms_per_call": float(np.median(record["flow_ms"])) if record.get("flow_ms") else None,
+            "hift_ms_per_call": float(np.median(record["hift_ms"])) if record.get("hift_ms") else None,
+            # the timed run's sentence tails (medians): last token -> final call starting (waiting for the LLM
+            # thread's hand-over or an earlier chunk still running), and -> the final chunk on the host
+            "final_call_wait_ms": _percentile(ms([wait for wait, _ in tails]), 50),
+            "after_last_token_ms": _percentile(ms([after for _, after in tails]), 50),
+        },
+        "soak": soak_report,
+        "kernels": kernel_paths(model),
+        "load_and_warmup_s": load_s,
+        "audio_s": float(sum(audio_s)),
+    }
+    artefacts = {"first_ms": ms(firsts), "reserved": reserved, "nvml": nvml, "mels": record.get("mels", []),
+                 "waves": waves, "soak_reserved": soak_reserved, "soak_nvml": soak_nvml}
+    del model, fid_model
+    gc.collect()
+    return metrics, artefacts
+
+
+def fidelity(test: dict, ref: dict) -> dict:
+    """mel relative error and waveform SNR of ``test`` against ``ref`` (the same calls, in order)."""
+    import numpy as np
+
+    num = den = 0.0
+    for a, b in zip(test["mels"], ref["mels"]):
+        if a.shape != b.shape:
+            return {"mel_rel_err": None, "snr_db": None, "error": "mel shapes differ"}
+        a, b = a.double().numpy(), b.double().numpy()
+        num += float(((a - b) ** 2).sum())
+        den += float((b ** 2).sum())
+    mel_rel = (num / den) ** 0.5 if den > 0 else None
+    sig = noise = 0.0
+    for a, b in zip(test["waves"], ref["waves"]):
+        n = min(a.shape[0], b.shape[0])
+        a64, b64 = a[:n].astype(np.float64), b[:n].astype(np.float64)
+        sig += float((b64 ** 2).sum())
+        noise += float(((a64 - b64) ** 2).sum())
+    snr = 10 * np.log10(sig / noise) if noise > 0 else float("inf")
+    return {"mel_rel_err": mel_rel, "snr_db": float(snr) if np.isfinite(snr) else 999.0}
