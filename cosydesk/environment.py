@@ -65,8 +65,6 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("COSYDESK_V1_ENCODER_GRAPHS", "switch", "on", "gpu", "v1's flow encoder as CUDA graphs per token bucket"),
     Variable("COSYDESK_COMMIT", "text", "`git rev-parse` of the checkout", "bench",
              "the commit `cosydesk bench` writes into its JSON (for runs from a copy without git)"),
-    Variable("COSYDESK_ALSA_CAPTURE", "path", "unset", "bench",
-             "set by the test suite: the file its ALSA capture device writes what was played to"),
 )
 _BY_NAME = {variable.name: variable for variable in VARIABLES}
 

@@ -33,7 +33,7 @@ interpreted = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 
 # PortAudio reads the ALSA config once, at `import sounddevice`: route the default device into a capture
 # file before any test imports it, so playback tests can compare what was played with what was produced.
-from cosydesk.audio.alsa_capture import install_alsa_file_capture  # noqa: E402
+from tests.support.alsa_capture import install_alsa_file_capture  # noqa: E402
 
 _ALSA_DIR = tempfile.mkdtemp(prefix="cosydesk-alsa-")
 atexit.register(shutil.rmtree, _ALSA_DIR, ignore_errors=True)

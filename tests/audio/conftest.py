@@ -5,6 +5,6 @@ from __future__ import annotations
 import os
 import tempfile
 
-from cosydesk.audio.alsa_capture import install_alsa_file_capture
+from tests.support.alsa_capture import install_alsa_file_capture
 
 ALSA_CAPTURE = install_alsa_file_capture(tempfile.mkdtemp(prefix=f"cosydesk-alsa-{os.getpid()}-"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosydesk.audio.alsa_capture import capture_path, read_capture
+from tests.support.alsa_capture import capture_path, read_capture
 from cosydesk.audio.player import AudioDeviceError, Player, list_output_devices, play_stream
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cosydesk.audio.alsa_capture import install_alsa_file_capture
+from tests.support.alsa_capture import install_alsa_file_capture
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ALSA_CAPTURE = install_alsa_file_capture(tempfile.mkdtemp(prefix=f"cosydesk-alsa-{os.getpid()}-"))

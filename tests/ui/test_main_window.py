@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 from PySide6.QtCore import Qt
 
-from cosydesk.audio.alsa_capture import capture_path, read_capture
+from tests.support.alsa_capture import capture_path, read_capture
 from cosydesk.audio.player import Player
 from cosydesk.ui.main_window import PROFILE, SPEAKER, voice_key
 from tests.audio.fake_sd import FakeSoundDevice

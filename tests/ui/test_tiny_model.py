@@ -17,7 +17,7 @@ import psutil
 import pytest
 from PySide6.QtCore import QTimer
 
-from cosydesk.audio.alsa_capture import capture_path, read_capture
+from tests.support.alsa_capture import capture_path, read_capture
 from cosydesk.audio.player import Player
 from tests.audio.fake_sd import FakeSoundDevice
 from tests.ui.helpers import make_window, wait_idle

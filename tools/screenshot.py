@@ -1,13 +1,14 @@
-"""Take the README screenshot: the real main window mid-synthesis, telemetry dock visible.
+"""Developer tool, not part of the app: take the README screenshot (the real main window mid-synthesis,
+telemetry dock visible).
 
     Xvfb :99 -screen 0 1280x800x24 -nolisten tcp &
-    DISPLAY=:99 QT_QPA_PLATFORM=xcb python -m cosydesk.ui.screenshot docs/screenshot-main.png --model DIR [--lang zh_CN]
+    DISPLAY=:99 QT_QPA_PLATFORM=xcb python tools/screenshot.py docs/screenshot-main.png --model DIR [--lang zh_CN]
 
 It speaks a few short lines (so history and the latency plot have content), then a long text, and while
 that one is still being synthesised it captures the X screen with ImageMagick's `import -window root`
 (a real-window screenshot, not a widget render). Needs a CJK font (fonts-wqy-microhei) for Chinese text.
 For a real-time paced sound device without a sound card (so the underrun counter means something), route ALSA
-to a PulseAudio null sink (../shared/docs/desktop-testing.md) with ALSA_CONFIG_PATH pointing at a config holding
+to a PulseAudio null sink (`pulseaudio -n --daemonize -L module-null-sink ...`) with ALSA_CONFIG_PATH pointing at a config holding
 `pcm.!default { type pulse }`; the committed docs/screenshot-main.png was taken that way.
 """
 
