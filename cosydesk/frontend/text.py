@@ -88,7 +88,7 @@ def _drop_blanks_next_to_non_ascii(text: str) -> str:
     return "".join(kept)
 
 
-def _zh_cleanup(text: str) -> str:
+def _zh_cleanup(text: str, final: bool = True) -> str:
     text = text.replace("\n", "")
     text = _drop_blanks_next_to_non_ascii(text)
     text = text.replace("²", "平方").replace("³", "立方")
@@ -99,12 +99,17 @@ def _zh_cleanup(text: str) -> str:
         text = text.replace(mark, "")
     text = text.replace("——", " ")
     # A dangling comma at the very end would leave the last clause unfinished.
-    return _TRAILING_COMMAS.sub("。", text)
+    return _TRAILING_COMMAS.sub("。", text) if final else text
 
 
 def _spell_leftover_digits(text: str) -> str:
     normalizer = _wetext_normalizer()
     return _ASCII_DIGIT_RUN.sub(lambda m: normalizer.normalize(m.group(0), lang="en"), text)
+
+
+# Full-width digits (U+FF10-FF19, typed with a CJK input method) read like ASCII ones in English text: wetext's
+# English grammar only knows ASCII digits.
+_FULL_WIDTH_DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
 
 
 def normalize(text: str, version: str) -> str:
@@ -117,18 +122,27 @@ def normalize(text: str, version: str) -> str:
         raise ValueError(f"unknown model version {version!r}; expected one of {SUPPORTED_VERSIONS}")
     if text == "" or has_markup(text):
         return text
+    return normalize_piece(text, version, detect_lang(text), final=True)
+
+
+def normalize_piece(text: str, version: str, lang: str, final: bool = True) -> str:
+    """``normalize`` for one piece of a longer text whose language (``lang``) was decided on the whole text;
+    ``final``: the piece ends the text (only there does a dangling comma become a full stop)."""
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(f"unknown model version {version!r}; expected one of {SUPPORTED_VERSIONS}")
     # wetext's token parser asserts on empty tokens, which runs of blanks produce: collapse them first
     text = re.sub(r"[^\S\n]+", " ", text).strip()
     if not text:
         return text
+    if lang == "en":
+        text = text.translate(_FULL_WIDTH_DIGITS)
     normalizer = _wetext_normalizer()
-    lang = detect_lang(text)
     try:
         normalised = normalizer.normalize(text, lang=lang)
     except (AssertionError, ValueError, IndexError):
         normalised = text  # an input the grammar cannot parse is spoken as written rather than refused
     if lang == "zh":
-        return _zh_cleanup(normalised)
+        return _zh_cleanup(normalised, final)
     return _spell_leftover_digits(normalised)
 
 
