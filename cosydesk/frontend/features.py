@@ -127,8 +127,10 @@ def kaldi_fbank(wav16k: torch.Tensor) -> torch.Tensor:
     previous = torch.cat([frames[:, :1], frames[:, :-1]], dim=1)
     frames = (frames - _PREEMPHASIS * previous) * _povey_window()
     frames = torch.nn.functional.pad(frames, (0, _FBANK_FFT - _FBANK_FRAME))
-    power = torch.fft.rfft(frames).abs().pow(2.0)
-    energies = power @ _kaldi_mel_banks().T
+    # The spectrum and the mel sums in float64: in float32 their last digits follow the CPU's FFT / GEMM kernels
+    # (AVX-512 and SSE paths differed by 3e-5 on the log energies), which no reference could then match.
+    power = torch.fft.rfft(frames.double()).abs().pow(2.0)
+    energies = (power @ _kaldi_mel_banks().double().T).float()
     return torch.clamp(energies, min=torch.finfo(torch.float32).eps).log()
 
 
@@ -211,12 +213,13 @@ def log_mel(wav: torch.Tensor, settings: MelSettings) -> torch.Tensor:
     # Symmetric reflect padding with an uncentred STFT gives exactly N // hop frames.
     side = (settings.n_fft - settings.hop) // 2
     signal = torch.nn.functional.pad(signal.unsqueeze(1), (side, side), mode="reflect").squeeze(1)
+    # float64 for the STFT and the mel sums, as in kaldi_fbank: float32 results depend on the CPU's kernels.
     spectrum = torch.stft(
-        signal,
+        signal.double(),
         settings.n_fft,
         hop_length=settings.hop,
         win_length=settings.win,
-        window=_periodic_hann(settings.win),
+        window=_periodic_hann(settings.win).double(),
         center=False,
         normalized=False,
         onesided=True,
@@ -225,7 +228,7 @@ def log_mel(wav: torch.Tensor, settings: MelSettings) -> torch.Tensor:
     spectrum = torch.view_as_real(spectrum)
     magnitude = torch.sqrt(spectrum.pow(2).sum(-1) + 1e-9)
     basis = slaney_mel_basis(settings.sample_rate, settings.n_fft, settings.n_mels, settings.fmin, settings.fmax)
-    return torch.log(torch.clamp(basis @ magnitude, min=1e-5))
+    return torch.log(torch.clamp(basis.double() @ magnitude, min=1e-5)).float()
 
 
 def prompt_mel(wav: torch.Tensor, sample_rate: int, version: str) -> torch.Tensor:
