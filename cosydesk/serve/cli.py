@@ -100,8 +100,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
         try:
             server.run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn has shut down gracefully, then re-raises the Ctrl-C it caught
+            pass
         finally:
             engine.close()
+        print("CosyDesk speech server stopped", file=sys.stderr)
     finally:
         sock.close()
     return 0

@@ -56,6 +56,7 @@ class Job:
     finished: float | None = None
     state: str = "waiting"  # waiting, running, done, cancelled, failed
     chunks: int = 0
+    samples: int = 0  # audio samples handed over (at the model's rate)
     chunk_times: list[float] = field(default_factory=list)  # perf_counter when each chunk was handed over
     cancel_event: threading.Event = field(default_factory=threading.Event)
     cancelled_at_chunk: int | None = None  # chunks handed over when cancel() was called
@@ -172,6 +173,7 @@ class SpeechEngine:
                     if job.cancel_event.is_set():
                         break
                     job.chunks += 1
+                    job.samples += len(chunk.pcm)
                     job.chunk_times.append(time.perf_counter())
                     _deliver(job, JobEvent("chunk", chunk=chunk))
         except Exception as err:  # noqa: BLE001 - reported to this request's client; the worker goes on
