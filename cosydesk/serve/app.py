@@ -19,6 +19,7 @@ import time
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 
 from cosydesk.runtime.types import Request
@@ -75,10 +76,14 @@ async def _read_json_body(request: HttpRequest, limit: int) -> bytes:
             raise ApiError(413, f"the request body has {int(declared)} bytes; at most {limit} are accepted",
                            code="body_too_large")
     body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise ApiError(413, f"the request body is larger than {limit} bytes", code="body_too_large")
+    try:
+        async for piece in request.stream():
+            body += piece
+            if len(body) > limit:
+                raise ApiError(413, f"the request body is larger than {limit} bytes", code="body_too_large")
+    except ClientDisconnect:
+        raise bad_request("the client closed the connection before the whole body arrived",
+                          code="client_disconnected") from None
     return bytes(body)
 
 

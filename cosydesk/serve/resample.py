@@ -8,23 +8,31 @@ keeping the last few input samples between calls makes chunked output identical 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import gcd
 
 import numpy as np
+
+
+@lru_cache(maxsize=8)
+def _low_pass(up: int, down: int, half: int) -> np.ndarray:
+    """The anti-aliasing FIR in the upsampled domain (gain `up`, so the upsampling zeros are made up for)."""
+    from scipy.signal import firwin
+
+    taps = firwin(2 * half + 1, 1.0 / max(up, down), window=("kaiser", 5.0)) * up
+    taps.setflags(write=False)
+    return taps
 
 
 class StreamResampler:
     """rate_in -> rate_out for float32 mono; feed() any chunk sizes, finish() flushes the filter's tail."""
 
     def __init__(self, rate_in: int, rate_out: int, zero_crossings: int = 10) -> None:
-        from scipy.signal import firwin
-
         divisor = gcd(rate_in, rate_out)
         self.up, self.down = rate_out // divisor, rate_in // divisor
         self.rate_in, self.rate_out = rate_in, rate_out
         half = zero_crossings * max(self.up, self.down) if self.up != self.down else 0
-        self.taps = (firwin(2 * half + 1, 1.0 / max(self.up, self.down), window=("kaiser", 5.0)) * self.up
-                     if half else np.ones(1))
+        self.taps = _low_pass(self.up, self.down, half) if half else np.ones(1)
         self.delay = half  # centre of the filter, in upsampled samples: the output is not shifted in time
         self._history = np.zeros(0, dtype=np.float64)  # input samples still needed, starting at index _base
         self._base = 0  # absolute input index of _history[0]

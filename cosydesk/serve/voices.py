@@ -153,6 +153,9 @@ class VoiceCatalogue:
             return folded[0]
         if name.lower() in OPENAI_VOICES:
             target = self.alias_target(name.lower(), own)
+            if target is None and self.default_voice:
+                raise ApiError(400, f"voice {name!r} maps to --default-voice {self.default_voice!r}, which no longer "
+                               "exists (was the profile deleted?)", param="voice", code="voice_not_found")
             if target is None:
                 raise ApiError(400, f"voice {name!r} is an OpenAI voice name, and this model has no built-in speakers "
                                "to map it to: save a voice profile in the CosyDesk app, or start the server with "
