@@ -1,4 +1,4 @@
-"""`cosydesk` command line: the desktop app (no arguments), `say`, `bench`, `models`, `doctor`, `engines`.
+"""`cosydesk` command line: the desktop app (no arguments), `say`, `bench`, `models`, `doctor`, `engines`, `serve`.
 
 Heavy imports (torch, Qt, TensorRT) happen inside the command that needs them, so `cosydesk --help` is
 instant. User mistakes print one line (`cosydesk: error: ...`) and exit 2 — never a traceback — and
@@ -187,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_optional_commands(sub) -> None:
-    """Commands whose modules register themselves (bench, doctor, engines) when present."""
-    for module_name in ("cosydesk.bench", "cosydesk.doctor", "cosydesk.runtime.tensorrt.cli"):
+    """Commands whose modules register themselves (bench, doctor, engines, serve) when present."""
+    for module_name in ("cosydesk.bench", "cosydesk.doctor", "cosydesk.runtime.tensorrt.cli", "cosydesk.serve.cli"):
         try:
             module = __import__(module_name, fromlist=["add_parser"])
         except ImportError:
