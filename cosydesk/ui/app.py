@@ -9,7 +9,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from cosydesk import hub
+from cosydesk import hub, qt_platform
 from cosydesk.settings import Key, Settings
 from cosydesk.ui import i18n
 from cosydesk.ui.resources import icon_path, style_sheet
@@ -51,6 +51,12 @@ def build_main_window(model_dir: str | None = None, settings: Settings | None = 
 
 def run_app(model_dir: str | None, argv: list[str]) -> int:
     """Open the main window (on `model_dir` if given) and run the Qt event loop; returns the exit code."""
+    # Qt aborts the process (rc 134, naming the wrong package) when its platform plugin cannot load: say
+    # which libraries are missing and how to install them instead, exactly as `cosydesk doctor` does.
+    problem = None if QApplication.instance() else qt_platform.startup_problem()
+    if problem is not None:
+        print(f"cosydesk: error: {problem}", file=sys.stderr)
+        return 2
     app = create_application(argv)
     if model_dir is not None and not Path(model_dir).expanduser().exists():
         print(f"cosydesk: {model_dir} does not exist", file=sys.stderr)
