@@ -31,7 +31,7 @@ from cosydesk.runtime.errors import (
     UnknownSpeakerError,
     UnsupportedModeError,
 )
-from cosydesk.runtime.styles import StylePreset, presets_for, resolve_instruct
+from cosydesk.runtime.styles import StylePreset, is_instruct_model, presets_for, resolve_instruct
 from cosydesk.runtime.types import AudioChunk, Request
 
 ENDOFPROMPT = "<|endofprompt|>"
@@ -148,7 +148,7 @@ class Synthesizer:
         from cosydesk.frontend.tokenizer import load_tokenizer
 
         self.tokenizer = load_tokenizer(self.version, self.model_dir)
-        self.instruct_model = self.version != "v1" or "instruct" in self.model_dir.name.lower()
+        self.instruct_model = is_instruct_model(self.version, self.model_dir)
         self._presets = presets_for(self.version, self.instruct_model)
         self.sentence_pause_s = sentence_pause_s
         self._lock = threading.Lock()  # one request at a time per model
