@@ -178,7 +178,12 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_gui(args: argparse.Namespace) -> int:
-    from cosydesk.ui.app import run_app
+    try:
+        from cosydesk.ui.app import run_app
+    except ImportError as error:  # QtGui needs libEGL, libfontconfig, ...: name them, not a traceback
+        from cosydesk.qt_platform import import_advice
+
+        raise UserError(import_advice(error)) from None
 
     return run_app(args.model, sys.argv[:1])
 

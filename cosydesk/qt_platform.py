@@ -95,16 +95,18 @@ class PlatformReport:
 
 
 def _plugin_folder() -> Path | None:
-    """PySide6's plugins/platforms folder (QLibraryInfo knows the frozen-app layout too)."""
-    try:
-        from PySide6.QtCore import QLibraryInfo
-    except ImportError:
+    """PySide6's plugins/platforms folder (QLibraryInfo knows the frozen-app layout too); None without PySide6.
+    Raises ImportError when PySide6 is there but QtCore cannot load (a system library missing)."""
+    import importlib.util
+
+    if importlib.util.find_spec("PySide6") is None:
         return None
+    from PySide6.QtCore import QLibraryInfo
+
     return Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath)) / "platforms"
 
 
-def find_plugin(platform: str, folder: Path | None = None) -> Path | None:
-    folder = folder if folder is not None else _plugin_folder()
+def find_plugin(platform: str, folder: Path | None) -> Path | None:
     if folder is None:
         return None
     for name in (f"libq{platform}.so", f"libq{platform}.dylib", f"q{platform}.dll"):
@@ -136,11 +138,16 @@ def parse_missing(ldd_output: str) -> list[str]:
 
 def check_platform(platform: str = "xcb", folder: Path | None = None, run_ldd: LddRunner = _run_ldd) -> PlatformReport:
     """Can Qt load `platform`'s plugin? Never raises (a failed probe is a `problem`)."""
+    try:
+        folder = folder if folder is not None else _plugin_folder()
+    except ImportError as error:  # e.g. "libglib-2.0.so.0: cannot open shared object file"
+        missing = parse_missing(str(error))
+        return PlatformReport(platform, None, missing=missing,
+                              problem="" if missing else f"PySide6 cannot be imported ({error})")
     plugin = find_plugin(platform, folder)
     if plugin is None:
-        where = folder if folder is not None else _plugin_folder()
-        problem = (f"PySide6 is not installed" if where is None
-                   else f"Qt's {platform} platform plugin is not in {where}")
+        problem = ("PySide6 is not installed" if folder is None
+                   else f"Qt's {platform} platform plugin is not in {folder}")
         return PlatformReport(platform, None, problem=problem)
     if not sys.platform.startswith("linux"):
         return PlatformReport(platform, plugin)  # macOS / Windows wheels bundle what they need
@@ -191,6 +198,14 @@ def advice(report: PlatformReport, manager: str | None = None) -> tuple[str, str
     if report.problem:
         return report.problem, _BROKEN_WHEEL_FIX
     return f"Qt's {report.platform} platform plugin loads ({report.plugin})", ""
+
+
+def import_advice(error: ImportError) -> str:
+    """Two lines (what, fix) for PySide6 failing to import, e.g. QtGui on a minimal system without libEGL."""
+    missing = parse_missing(str(error))
+    if not missing:
+        return f"Qt cannot be imported ({error})\nfix: {_BROKEN_WHEEL_FIX}"
+    return (f"Qt cannot load: missing {', '.join(missing)}\nfix: {install_command(missing)}")
 
 
 # ------------------------------------------------------------------------------------------ app start

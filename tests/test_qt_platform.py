@@ -155,3 +155,33 @@ def test_the_real_check_agrees_with_qt_on_this_machine():
         assert "could not connect to display" in qt.stderr
     else:
         assert failed_libraries and failed_libraries[0] in report.missing, (report.missing, failed_libraries)
+
+
+def test_qtcore_failing_to_load_names_its_library(monkeypatch):
+    def broken_qtcore():
+        raise ImportError("libglib-2.0.so.0: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(qt_platform, "_plugin_folder", broken_qtcore)
+    report = qt_platform.check_platform("xcb")
+    assert report.missing == ["libglib-2.0.so.0"] and not report.problem
+    assert qt_platform.advice(report, "apt")[1] == "sudo apt install libglib2.0-0"
+
+
+def test_the_app_names_a_library_qtgui_cannot_load_instead_of_a_traceback(monkeypatch, capsys):
+    """On a minimal system `import PySide6.QtGui` fails (no libEGL): one error line and the fix, rc 2."""
+    import importlib.abc
+
+    from cosydesk import cli
+
+    class NoEgl(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "cosydesk.ui.app":
+                raise ImportError("libEGL.so.1: cannot open shared object file: No such file or directory")
+            return None
+
+    monkeypatch.delitem(sys.modules, "cosydesk.ui.app", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [NoEgl(), *sys.meta_path])
+    monkeypatch.setattr(qt_platform, "package_manager", lambda os_release=None: "apt")
+    assert cli.main([]) == 2
+    assert capsys.readouterr().err.splitlines() == ["cosydesk: error: Qt cannot load: missing libEGL.so.1",
+                                                    "fix: sudo apt install libegl1"]
