@@ -70,6 +70,8 @@ def _print_progress(done: float, total: float | None = None, *rest) -> None:
 
 
 def cmd_say(args: argparse.Namespace) -> int:
+    if args.list_speakers:
+        return _list_speakers(args)
     from cosydesk.runtime import Request, Synthesizer
 
     if args.output and Path(args.output).suffix.lower() not in (".wav", ".flac"):
@@ -105,12 +107,9 @@ def cmd_say(args: argparse.Namespace) -> int:
             pieces.append(chunk.pcm)
             yield chunk
 
+    playback_error = None
     if args.play:
-        from cosydesk.audio.player import play_stream
-
-        stats = play_stream(chunks(), synth.sample_rate, device=args.audio_device)
-        if stats.underruns:
-            print(f"note: {stats.underruns} audio underruns (the GPU/CPU was slower than real time)", file=sys.stderr)
+        playback_error = _play(chunks(), synth.sample_rate, args.audio_device)
     else:
         for _ in chunks():
             pass
@@ -127,6 +126,34 @@ def cmd_say(args: argparse.Namespace) -> int:
     rtf = total / seconds if seconds else float("nan")
     print(f"first audio {1000 * (first_audio or total):.0f} ms, total {total:.2f} s, real-time factor {rtf:.3f} "
           f"({synth.version}, {synth.device}, {synth.backend})", file=sys.stderr)
+    if playback_error is not None:
+        saved = f"; the audio is in {args.output}" if args.output else "; use -o FILE to save it instead"
+        raise UserError(f"playback failed: {playback_error}{saved}")
+    return 0
+
+
+def _play(chunks, sample_rate: int, device) -> Exception | None:
+    """Play as chunks arrive; if the device fails, keep synthesising silently so -o still gets every chunk."""
+    from cosydesk.audio.player import AudioDeviceError, play_stream
+
+    try:
+        stats = play_stream(chunks, sample_rate, device=device)
+    except AudioDeviceError as error:
+        for _ in chunks:  # the rest of the utterance, for the output file
+            pass
+        return error
+    if stats.underruns:
+        print(f"note: {stats.underruns} audio underruns (the GPU/CPU was slower than real time)", file=sys.stderr)
+    return None
+
+
+def _list_speakers(args: argparse.Namespace) -> int:
+    from cosydesk.voices_list import ListError, installed_model_dir, voice_lines
+
+    try:
+        print("\n".join(voice_lines(installed_model_dir(args.model))))
+    except ListError as error:
+        raise UserError(str(error)) from None
     return 0
 
 
@@ -134,6 +161,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     from cosydesk import hub
 
     if args.download:
+        try:
+            hub.catalogue_entry(args.download)
+        except KeyError as error:
+            raise UserError(error.args[0]) from None
         path = hub.download_model(args.download, progress=_print_progress)
         print(f"\n{args.download} is ready in {path}")
         return 0
@@ -147,18 +178,30 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_gui(args: argparse.Namespace) -> int:
-    from cosydesk.ui.app import run_app
+    try:
+        from cosydesk.ui.app import run_app
+    except ImportError as error:  # QtGui needs libEGL, libfontconfig, ...: name them, not a traceback
+        from cosydesk.qt_platform import import_advice
+
+        raise UserError(import_advice(error)) from None
 
     return run_app(args.model, sys.argv[:1])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cosydesk", description="Local, real-time CosyVoice speech synthesis.")
+    from cosydesk import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="cosydesk", description="Local, real-time CosyVoice speech synthesis. "
+        "Without a command, `cosydesk` opens the desktop app (on --model if given).")
+    parser.add_argument("--version", action="version", version=f"cosydesk {__version__}")
     parser.add_argument("--model", help="model folder (default: the recommended model, downloaded on first use)")
     sub = parser.add_subparsers(dest="command")
 
     say = sub.add_parser("say", help="synthesise text to a WAV file or the speakers")
     say.add_argument("text", nargs="?", help="what to say (or use --text-file)")
+    say.add_argument("--list-speakers", action="store_true",
+                     help="list the model's built-in speakers, your saved voice profiles and the styles, then exit")
     say.add_argument("--text-file", help="read the text from this file (UTF-8, UTF-16 with a byte-order mark, or GBK/GB18030; "
                      "undecodable bytes become U+FFFD)")
     say.add_argument("--model", help="model folder or catalogue name")

@@ -1,7 +1,7 @@
 """`cosydesk doctor`: is this machine ready to speak? One line per check, each with the command that fixes it.
 
 What it is for: a newcomer (or a bug report) sees in one screen whether Python, torch/CUDA, the NVIDIA
-driver and GPU, TensorRT / TensorRT-RTX, PortAudio, a CJK font, the installed models and the disk are
+driver and GPU, TensorRT / TensorRT-RTX, PortAudio, Qt's window libraries, a CJK font, the installed models and the disk are
 fine. `run_checks()` returns the same lines as data for the desktop app (Help → Diagnostics), and
 `cosydesk doctor --self-test` writes a tiny model and synthesises one sentence headless (the frozen app's
 smoke test).
@@ -282,22 +282,42 @@ def check_portaudio() -> Check:
     return Check("PortAudio", OK, f"{version}: {len(devices)} output device(s): {names}")
 
 
+def _font_fix(with_fontconfig: bool = False) -> str:
+    from cosydesk.qt_platform import CJK_FONT_PACKAGE, package_manager
+
+    manager = package_manager()
+    fontconfig = "fontconfig " if with_fontconfig else ""
+    return f"sudo {manager} install {fontconfig}{CJK_FONT_PACKAGE[manager]}"
+
+
 def check_cjk_font() -> Check:
     if not _on_linux():
         return Check("CJK font", OK, f"{platform.system()} ships CJK fonts")
     fc_list = shutil.which("fc-list")
     if fc_list is None:
         return Check("CJK font", WARN, "fontconfig (fc-list) is missing, cannot check for a Chinese font",
-                     "sudo apt install fontconfig fonts-wqy-microhei")
+                     _font_fix(with_fontconfig=True))
     try:
         found = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError) as error:
-        return Check("CJK font", WARN, f"fc-list failed ({error})", "sudo apt install fonts-wqy-microhei")
+        return Check("CJK font", WARN, f"fc-list failed ({error})", _font_fix())
     families = sorted({line.split(",")[0].strip() for line in found.splitlines() if line.strip()})
     if not families:
-        return Check("CJK font", WARN, "no Chinese font: Chinese text shows as boxes in the app",
-                     "sudo apt install fonts-wqy-microhei")
+        return Check("CJK font", WARN, "no Chinese font: Chinese text shows as boxes in the app", _font_fix())
     return Check("CJK font", OK, ", ".join(families[:3]))
+
+
+def check_qt(folder: Path | None = None, run_ldd=None) -> Check:
+    """The desktop app's window: can Qt's xcb plugin load its system libraries (the app's start asks the same)?"""
+    from cosydesk import qt_platform
+
+    if not _on_linux():
+        return Check("Qt display", OK, f"PySide6 bundles its {platform.system()} platform plugin")
+    report = qt_platform.check_platform("xcb", folder, run_ldd or qt_platform._run_ldd)
+    what, fix = qt_platform.advice(report)
+    if not report.ok:
+        return Check("Qt display", FAIL, f"{what}: the desktop app cannot open its window", fix)
+    return Check("Qt display", OK, what)
 
 
 def _free_gb(path: Path) -> float:
@@ -418,6 +438,7 @@ def run_checks(model_dirs: Iterable[str | os.PathLike] = (), models_dir: str | o
     checks += _guarded("TensorRT", lambda: check_tensorrt(nvml, "tensorrt"))
     checks += _guarded("TensorRT-RTX", lambda: check_tensorrt(nvml, "tensorrt_rtx"))
     checks += _guarded("PortAudio", check_portaudio)
+    checks += _guarded("Qt display", check_qt)
     checks += _guarded("CJK font", check_cjk_font)
     checks += _guarded("models folder", lambda: check_models_dir(root))
     checks += _guarded("models", lambda: check_models(root, [Path(p) for p in model_dirs], verify_hashes))

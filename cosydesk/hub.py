@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,14 +263,56 @@ class DownloadCancelled(DownloadError):
 ProgressCallback = Callable[[int, int, str], None]
 
 
+#: Where a download collects its files until the model is complete: <models>/.downloading/<name>. The dot keeps
+#: it out of the model list and doctor; huggingface_hub's partial files and metadata there make a rerun resume.
+STAGING_FOLDER = ".downloading"
+#: A download that receives less than MIN_BYTES_PER_STALL_WINDOW within this many seconds is given up: a hub
+#: that accepts connections and never answers, or trickles a byte a second (COSYDESK_DOWNLOAD_STALL_S overrides).
+DEFAULT_STALL_S = 60.0
+MIN_BYTES_PER_STALL_WINDOW = 64 * 1024
+#: Connect / read timeout of the hub's metadata requests (COSYDESK_DOWNLOAD_TIMEOUT_S overrides); file bodies use
+#: huggingface_hub's own read timeout (HF_HUB_DOWNLOAD_TIMEOUT, 10 s by default).
+DEFAULT_TIMEOUT_S = 20.0
+
+
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
 def _snapshot_download(**kwargs) -> str:
     # Imported lazily: huggingface_hub is slow to import and tests replace this function.
     from huggingface_hub import snapshot_download
 
+    kwargs.setdefault("etag_timeout", _env_seconds("COSYDESK_DOWNLOAD_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+    if os.environ.get("HF_ENDPOINT"):  # read now, not at huggingface_hub's import (a mirror, or a test's server)
+        kwargs.setdefault("endpoint", os.environ["HF_ENDPOINT"].rstrip("/"))
     return snapshot_download(**kwargs)
 
 
-def _progress_bar_class(progress: ProgressCallback | None, cancel: threading.Event | None):
+def _hub_name() -> str:
+    """The hub the downloads talk to, for messages (a mirror set through HF_ENDPOINT, or huggingface.co)."""
+    return os.environ.get("HF_ENDPOINT", "").rstrip("/") or "huggingface.co"
+
+
+class _Activity:
+    """Bytes received so far, for the stall watchdog; `stop` makes the (abandoned) worker's next update raise."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def add(self, n: float) -> None:
+        with self._lock:
+            self.bytes += max(int(n or 0), 0)
+
+
+def _progress_bar_class(progress: ProgressCallback | None, cancel: threading.Event | None,
+                        activity: _Activity | None = None):
     """A tqdm stand-in that forwards byte counts to `progress` and aborts when `cancel` is set."""
     from tqdm.auto import tqdm
 
@@ -279,11 +323,14 @@ def _progress_bar_class(progress: ProgressCallback | None, cancel: threading.Eve
             super().__init__(*args, **kwargs)
 
         def update(self, n=1):
-            if cancel is not None and cancel.is_set():
+            if (cancel is not None and cancel.is_set()) or (activity is not None and activity.stop.is_set()):
                 raise DownloadCancelled("download cancelled")
             result = super().update(n)
-            if progress is not None and self.unit == "B":
-                progress(int(self.n), int(self.total or 0), str(self.desc or ""))
+            if self.unit == "B":
+                if activity is not None:
+                    activity.add(n)
+                if progress is not None:
+                    progress(int(self.n), int(self.total or 0), str(self.desc or ""))
             return result
 
         def close(self):
@@ -293,6 +340,43 @@ def _progress_bar_class(progress: ProgressCallback | None, cancel: threading.Eve
                 stream.close()
 
     return _Bar
+
+
+def _run_watched(job: Callable[[], object], activity: _Activity, cancel: threading.Event | None,
+                 stall_s: float, what: str) -> None:
+    """Run `job` in a daemon thread and wait for it, but return at once on cancel and give up on a stall.
+
+    The socket a stalled request blocks on cannot be interrupted from here, so the worker is abandoned (its next
+    progress update raises, and its own timeouts end it); nothing it writes after that is ever used, because
+    only this thread moves a finished download into place.
+    """
+    outcome: dict[str, BaseException] = {}
+    finished = threading.Event()
+
+    def work() -> None:
+        try:
+            job()
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = error
+        finally:
+            finished.set()
+
+    threading.Thread(target=work, name=f"download {what}", daemon=True).start()
+    mark_time, mark_bytes = time.monotonic(), 0
+    while not finished.wait(0.05):
+        if cancel is not None and cancel.is_set():
+            activity.stop.set()
+            raise DownloadCancelled("download cancelled")
+        now, received = time.monotonic(), activity.bytes
+        if received - mark_bytes >= MIN_BYTES_PER_STALL_WINDOW:
+            mark_time, mark_bytes = now, received
+        elif now - mark_time > stall_s:
+            activity.stop.set()
+            raise DownloadError(f"Downloading {what} stalled: {_hub_name()} sent only {received - mark_bytes} bytes "
+                                f"in {stall_s:.0f} s. Check the network connection and try again; what arrived is "
+                                "kept and the next download resumes.")
+    if "error" in outcome:
+        raise outcome["error"]
 
 
 def _looks_offline(error: BaseException) -> bool:
@@ -344,6 +428,12 @@ def verify_download(folder: Path) -> list[str]:
     return bad
 
 
+def staging_dir(name: str, models_dir: Path | None = None) -> Path:
+    """Where the download of catalogue model `name` collects its files until the model is complete."""
+    root = Path(models_dir) if models_dir else default_models_dir()
+    return root / STAGING_FOLDER / catalogue_entry(name).name
+
+
 def download_model(
     name: str,
     models_dir: Path | None = None,
@@ -352,19 +442,25 @@ def download_model(
 ) -> Path:
     """Download catalogue model `name` into <models_dir>/<name>; returns that folder.
 
-    Re-running after an interruption resumes: huggingface_hub keeps partial files under the folder's
-    .cache and skips finished ones. Raises DownloadCancelled / DownloadError with a readable message.
+    A new model is collected in staging_dir() and moved to <models_dir>/<name> only once every file is there and
+    matches its hash, so a failed or cancelled download never looks like an installed (broken) model; rerunning
+    resumes from the partial files huggingface_hub keeps there. An installed model is updated in place (each file
+    is replaced whole). Raises DownloadCancelled / DownloadError with a readable message; returns within ~0.1 s
+    of `cancel` being set, and gives up when the hub stops sending data (COSYDESK_DOWNLOAD_STALL_S).
     """
     info = catalogue_entry(name)
     target = (Path(models_dir) if models_dir else default_models_dir()) / info.name
-    target.mkdir(parents=True, exist_ok=True)
+    staging = staging_dir(info.name, models_dir)
+    folder = target if check_model_dir(target).loadable else staging
+    if folder is staging:
+        _adopt_leftover(target, staging)
+    folder.mkdir(parents=True, exist_ok=True)
+    activity = _Activity()
     try:
-        _snapshot_download(
-            repo_id=info.hf_repo,
-            local_dir=str(target),
-            allow_patterns=DOWNLOAD_PATTERNS,
-            tqdm_class=_progress_bar_class(progress, cancel),
-        )
+        _run_watched(lambda: _snapshot_download(repo_id=info.hf_repo, local_dir=str(folder),
+                                                allow_patterns=DOWNLOAD_PATTERNS,
+                                                tqdm_class=_progress_bar_class(progress, cancel, activity)),
+                     activity, cancel, _env_seconds("COSYDESK_DOWNLOAD_STALL_S", DEFAULT_STALL_S), info.hf_repo)
     except DownloadError:
         raise
     except Exception as error:  # noqa: BLE001 - every hub/network failure becomes one readable message
@@ -372,17 +468,37 @@ def download_model(
             raise DownloadCancelled("download cancelled") from error
         if _looks_offline(error):
             raise DownloadError(
-                f"Cannot reach huggingface.co to download {info.name} (no network?). "
+                f"Cannot reach {_hub_name()} to download {info.name} (no network?). "
                 f"Connect and try again, or download {info.hf_repo} elsewhere and use “Add folder…”."
             ) from error
         raise DownloadError(f"Downloading {info.hf_repo} failed: {error}") from error
-    corrupt = verify_download(target)
+    corrupt = verify_download(folder)
     if corrupt:
         for relative in corrupt:  # removed so that running the download again fetches them afresh
-            (target / relative).unlink(missing_ok=True)
+            (folder / relative).unlink(missing_ok=True)
         raise DownloadError(f"{info.name}: {', '.join(corrupt)} did not match the published hash and was removed; "
                             "run the download again")
-    report = check_model_dir(target)
+    report = check_model_dir(folder)
     if report.problems:
         raise DownloadError(f"{info.name} downloaded but incomplete: " + "; ".join(report.problems))
+    if folder is staging:
+        staging.rename(target)  # one step: the model appears complete or not at all
+        try:
+            staging.parent.rmdir()  # the .downloading folder, when no other download is in it
+        except OSError:
+            pass
     return target
+
+
+def _adopt_leftover(target: Path, staging: Path) -> None:
+    """A half-filled <models>/<name> from an interrupted download (or an older CosyDesk, which downloaded in
+    place) becomes the staging folder, so its partial files are resumed instead of looking like a broken model."""
+    if target.exists() and not target.is_dir():
+        raise DownloadError(f"{target} is a file where the model folder belongs: move it away and download again")
+    if not target.is_dir():
+        return
+    if staging.exists():
+        shutil.rmtree(target)  # the staging folder is the more recent attempt
+    else:
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        target.rename(staging)

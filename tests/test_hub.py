@@ -86,7 +86,7 @@ def test_download_reports_progress_and_validates(tmp_path, monkeypatch):
         with tqdm_class(total=300, unit="B", desc="Downloading bytes") as bar:
             for _ in range(3):
                 bar.update(100)
-        _write_full_v2(tmp_path / "models" / "CosyVoice2-0.5B")
+        _write_full_v2(Path(local_dir))  # what huggingface_hub does: everything goes into local_dir
         return local_dir
 
     monkeypatch.setattr(hub, "_snapshot_download", fake_snapshot_download)
@@ -100,7 +100,7 @@ def test_download_cancel_keeps_partial_files(tmp_path, monkeypatch):
     cancel = threading.Event()
 
     def fake_snapshot_download(repo_id, local_dir, allow_patterns, tqdm_class):
-        (tmp_path / "models" / "CosyVoice2-0.5B" / "llm.pt.incomplete").write_bytes(b"abc")
+        (Path(local_dir) / "llm.pt.incomplete").write_bytes(b"abc")
         with tqdm_class(total=300, unit="B") as bar:
             bar.update(100)
             cancel.set()
@@ -110,7 +110,8 @@ def test_download_cancel_keeps_partial_files(tmp_path, monkeypatch):
     monkeypatch.setattr(hub, "_snapshot_download", fake_snapshot_download)
     with pytest.raises(hub.DownloadCancelled):
         hub.download_model("CosyVoice2-0.5B", tmp_path / "models", cancel=cancel)
-    assert (tmp_path / "models" / "CosyVoice2-0.5B" / "llm.pt.incomplete").exists()
+    assert (hub.staging_dir("CosyVoice2-0.5B", tmp_path / "models") / "llm.pt.incomplete").exists()
+    assert not (tmp_path / "models" / "CosyVoice2-0.5B").exists()  # nothing that looks like an installed model
 
 
 def test_download_without_network_says_so(tmp_path, monkeypatch):
@@ -150,7 +151,9 @@ def test_download_verifies_hashes_and_removes_a_corrupt_file(tmp_path, monkeypat
     monkeypatch.setattr(hub, "_snapshot_download", fake_snapshot_download)
     with pytest.raises(hub.DownloadError, match="flow.pt did not match the published hash"):
         hub.download_model("CosyVoice2-0.5B", tmp_path / "models")
-    assert not (tmp_path / "models" / "CosyVoice2-0.5B" / "flow.pt").exists()  # re-downloaded next time
+    staged = hub.staging_dir("CosyVoice2-0.5B", tmp_path / "models")
+    assert not (staged / "flow.pt").exists() and (staged / "llm.pt").exists()  # only flow.pt is fetched again
+    assert not (tmp_path / "models" / "CosyVoice2-0.5B").exists()
     monkeypatch.setattr(hub, "_snapshot_download", lambda **kw: fake_snapshot_download(**kw, corrupt=False))
     out = hub.download_model("CosyVoice2-0.5B", tmp_path / "models")
     assert hub.verify_download(out) == []

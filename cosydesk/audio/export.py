@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
+
+from cosydesk.atomic_file import create_temporary
 
 _FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16")}
 
@@ -47,7 +48,7 @@ def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subt
     if not folder.is_dir():
         raise ExportError(f"cannot export {target.name}: folder {folder} does not exist")
 
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=suffix + ".part", dir=folder)
+    fd, temp_name = create_temporary(folder, prefix=f".{target.stem}.", suffix=suffix + ".part")  # umask mode
     try:
         with os.fdopen(fd, "wb") as handle:
             sf.write(handle, np.clip(samples, -1.0, 1.0) if (subtype or default_subtype) != "FLOAT" else samples,

@@ -7,6 +7,7 @@ Each preset has an English label, a Chinese label and the instruction text the m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ V3_INSTRUCT = [
     StylePreset("Sichuanese", "四川话", "请用四川话表达。"),
     StylePreset("Role-play: little girl", "角色扮演：小女孩", "请模仿小女孩的声音说。"),
 ]
+
+
+def is_instruct_model(version: str, model_dir: str | Path) -> bool:
+    """v2/v3 all take instructions; of the v1 models only CosyVoice-300M-Instruct (known by its folder name)."""
+    return version != "v1" or "instruct" in Path(model_dir).name.lower()
 
 
 def presets_for(version: str, instruct_model: bool) -> list[StylePreset]:

@@ -32,7 +32,7 @@ from cosydesk.runtime.errors import (
     UnsupportedModeError,
 )
 from cosydesk.runtime.options import EngineOptions, using
-from cosydesk.runtime.styles import StylePreset, presets_for, resolve_instruct
+from cosydesk.runtime.styles import StylePreset, is_instruct_model, presets_for, resolve_instruct
 from cosydesk.runtime.types import AudioChunk, Request
 
 ENDOFPROMPT = "<|endofprompt|>"
@@ -150,7 +150,7 @@ class Synthesizer:
         from cosydesk.frontend.tokenizer import load_tokenizer
 
         self.tokenizer = load_tokenizer(self.version, self.model_dir)
-        self.instruct_model = self.version != "v1" or "instruct" in self.model_dir.name.lower()
+        self.instruct_model = is_instruct_model(self.version, self.model_dir)
         self._presets = presets_for(self.version, self.instruct_model)
         self.sentence_pause_s = sentence_pause_s
         self._lock = threading.Lock()  # one request at a time per model

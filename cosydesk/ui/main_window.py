@@ -29,6 +29,7 @@ from cosydesk.ui.draft import DraftStore
 from cosydesk.ui.drops import FileDrops, drop_kind
 from cosydesk.ui.history import HistoryStore
 from cosydesk.ui.history_panel import HistoryPanel
+from cosydesk.ui.load_status import StatusLine, loading_text, show_load_progress, speak_tooltip
 from cosydesk.ui.model_manager import ModelManagerDialog, known_model_dirs
 from cosydesk.ui.recent_files import RecentFilesMenu, RecentTextFiles
 from cosydesk.ui.resources import icon_path
@@ -66,6 +67,10 @@ class MainWindow(FileDrops, QMainWindow):
         self.model: ModelSummary | None = None
         self.state = "no_model"
         self.load_fraction = 0.0
+        self.load_stage = ""
+        # How long closing waits for the synthesis thread. The app's process exits right after its window
+        # closes (run_app), so it waits a moment only; in-process users (tests) wait for a clean end.
+        self.close_wait_ms = 10_000
         self.current_job: int | None = None
         self.last_result: UtteranceResult | None = None
         self._pending_request: Request | None = None
@@ -171,7 +176,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.resizeDocks([self.history_dock], [170], Qt.Orientation.Vertical)
 
         bar = self.statusBar()
-        self.status_state = QLabel(self)
+        self.status_state = StatusLine(self)
         self.status_state.setObjectName("statusState")
         self.status_model = QLabel(self)
         self.status_model.setObjectName("statusModel")
@@ -181,7 +186,8 @@ class MainWindow(FileDrops, QMainWindow):
         self.status_backend.setObjectName("statusBackend")
         self.load_progress = QProgressBar(self)
         self.load_progress.setObjectName("loadProgress")
-        self.load_progress.setRange(0, 100)
+        self.load_progress.setRange(0, 0)
+        self.load_progress.setTextVisible(False)
         self.load_progress.setMaximumWidth(160)
         self.load_progress.hide()
         bar.addWidget(self.status_state, 1)
@@ -321,7 +327,8 @@ class MainWindow(FileDrops, QMainWindow):
         return dialog
 
     def retranslate(self) -> None:
-        self.setWindowTitle(self.tr("CosyDesk — local speech synthesis"))
+        # Qt appends the application's display name (" — CosyDesk"), so the name is not repeated here.
+        self.setWindowTitle(self.tr("Local speech synthesis"))
         self.model_label_caption.setText(self.tr("Model"))
         self.models_button.setText(self.tr("Models…"))
         self.voice_label_caption.setText(self.tr("Voice"))
@@ -330,7 +337,6 @@ class MainWindow(FileDrops, QMainWindow):
         self.speed_label_caption.setText(self.tr("Speed"))
         self.text_edit.setPlaceholderText(self.tr("Type or paste Chinese or English text, then press Ctrl+Enter."))
         self.speak_button.setText(self.tr("Speak"))
-        self.speak_button.setToolTip(self.tr("Speak the selection or the whole text (Ctrl+Enter)"))
         self.stop_button.setText(self.tr("Stop"))
         self.stop_button.setToolTip(self.tr("Stop (Esc)"))
         self.pause_button.setToolTip(self.tr("Pause or resume playback (Pause key)"))
@@ -361,6 +367,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.text_edit.setAccessibleName(self.tr("Text to speak"))
         self.refresh_styles()
         self._update_status()
+        self._update_controls()
 
     def set_language(self, choice: str) -> str:
         self.settings.set(Key.LANGUAGE, choice)
@@ -399,6 +406,8 @@ class MainWindow(FileDrops, QMainWindow):
         self.model = None
         self.current_job = None
         self.load_fraction = 0.0
+        self.load_stage = ""
+        show_load_progress(self.load_progress, 0.0, "")
         self._set_state("loading")
         self.show_message("", False)
         self.controller.load(str(report.path), device=self.settings.get(Key.DEVICE),
@@ -428,9 +437,9 @@ class MainWindow(FileDrops, QMainWindow):
 
     @Slot(str, float)
     def _on_load_progress(self, stage: str, fraction: float) -> None:
-        self.load_fraction = max(0.0, min(1.0, fraction))
-        self.load_progress.setValue(int(self.load_fraction * 100))
-        self.load_progress.setFormat(f"{stage} %p%")
+        self.load_fraction = max(self.load_fraction, min(1.0, fraction))  # never backwards
+        self.load_stage = stage
+        show_load_progress(self.load_progress, self.load_fraction, stage)
         self._update_status()
 
     @Slot(object)
@@ -734,7 +743,8 @@ class MainWindow(FileDrops, QMainWindow):
             return
         names = {
             "no_model": self.tr("No model loaded"),
-            "loading": self.tr("Loading model… {p}%").format(p=int(self.load_fraction * 100)),
+            "loading": loading_text(Path(self.settings.get(Key.MODEL_DIR) or "").name, self.load_stage,
+                                    self.load_fraction),
             "warming": self.tr("Warming up…"),
             "ready": self.tr("Ready"),
             "speaking": self.tr("Speaking…"),
@@ -750,8 +760,12 @@ class MainWindow(FileDrops, QMainWindow):
     def _update_controls(self) -> None:
         if not hasattr(self, "stop_button"):
             return
-        loaded = self.model is not None or self.state == "loading"
+        loaded = self.model is not None
         self.speak_button.setEnabled(loaded)
+        self.speak_action.setEnabled(loaded)
+        tooltip = speak_tooltip(loaded, self.state == "loading")
+        if self.speak_button.toolTip() != tooltip:
+            self.speak_button.setToolTip(tooltip)
         busy = self.state == "speaking" or self.player.is_playing or self._pending_request is not None
         self.stop_button.setEnabled(busy)
         paused = self.player.paused
@@ -799,7 +813,8 @@ class MainWindow(FileDrops, QMainWindow):
 
     # ------------------------------------------------------------------------------------------ shutdown
     def shutdown(self) -> None:
-        """Stop audio and the worker thread, save the editor's text and the window layout. Safe to call twice."""
+        """Stop audio and the worker thread (waiting close_wait_ms at most), save the editor's text and the
+        window layout. Safe to call twice."""
         if getattr(self, "_shut", False):
             return
         self._shut = True
@@ -810,7 +825,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.settings.set(Key.GEOMETRY, self.saveGeometry())
         self.settings.set(Key.WINDOW_STATE, self.saveState())
         self.settings.sync()
-        self.controller.shutdown()
+        self.controller.shutdown(self.close_wait_ms)
         self.sampler.stop()
 
     def closeEvent(self, event) -> None:  # noqa: N802

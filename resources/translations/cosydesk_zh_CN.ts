@@ -88,10 +88,6 @@
         <translation>音频：{m}</translation>
     </message>
     <message>
-        <source>CosyDesk — local speech synthesis</source>
-        <translation>CosyDesk — 本地语音合成</translation>
-    </message>
-    <message>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -124,8 +120,32 @@
         <translation>朗读</translation>
     </message>
     <message>
+        <source>starting</source>
+        <translation>正在开始</translation>
+    </message>
+    <message>
+        <source>Loading {model}: {stage}… {p}%</source>
+        <translation>正在加载 {model}：{stage}… {p}%</translation>
+    </message>
+    <message>
+        <source>Loading {model}: {stage}…</source>
+        <translation>正在加载 {model}：{stage}…</translation>
+    </message>
+    <message>
         <source>Speak the selection or the whole text (Ctrl+Enter)</source>
         <translation>朗读选中的文字或全部文本（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>Speak is available once the model has loaded</source>
+        <translation>模型加载完成后即可朗读</translation>
+    </message>
+    <message>
+        <source>Load a model first: pick one in the model list or with “Models…”</source>
+        <translation>请先加载模型：在模型列表中选择，或点击“模型管理…”</translation>
+    </message>
+    <message>
+        <source>Local speech synthesis</source>
+        <translation>本地语音合成</translation>
     </message>
     <message>
         <source>Stop</source>
@@ -282,10 +302,6 @@
     <message>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
-    </message>
-    <message>
-        <source>Loading model… {p}%</source>
-        <translation>正在加载模型… {p}%</translation>
     </message>
     <message>
         <source>Warming up…</source>

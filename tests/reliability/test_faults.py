@@ -205,7 +205,7 @@ def test_download_interrupted_then_resumed(tmp_path, monkeypatch):
         with tqdm_class(total=1000, unit="B", initial=400) as bar:
             bar.update(600)
         partial.unlink()
-        _write_full_v2(target)
+        _write_full_v2(Path(local_dir))
         return local_dir
 
     monkeypatch.setattr(hub, "_snapshot_download", flaky_snapshot_download)

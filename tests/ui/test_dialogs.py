@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import soundfile as sf
@@ -60,7 +61,7 @@ def test_download_progress_then_installed(qtbot, tmp_path, monkeypatch, data_dir
             bar.update(500_000_000)
             release.wait(5)
             bar.update(1_500_000_000)
-        folder = models / "CosyVoice2-0.5B"
+        folder = Path(local_dir)
         (folder / "cosyvoice2.yaml").write_text("x")
         for name in ("llm.pt", "flow.pt", "hift.pt", "campplus.onnx", "speech_tokenizer_v2.onnx"):
             (folder / name).write_bytes(b"x")
