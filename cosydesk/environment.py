@@ -20,7 +20,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Variable:
     name: str
-    kind: str  # "switch" (on/off), "count" (whole number), "path" or "text"
+    kind: str  # "switch" (on/off), "count" (whole number), "seconds" (a positive number), "path" or "text"
     default: str  # as documented (the typed default lives with the reader)
     section: str
     doc: str
@@ -31,6 +31,7 @@ _SWITCH_OFF = ("0", "false", "no", "off")
 
 SECTIONS = {
     "folders": "Folders",
+    "network": "Downloads and the local server",
     "gpu": "GPU path (`cudagraph` backend)",
     "bench": "Benchmark and tests",
 }
@@ -43,6 +44,12 @@ VARIABLES: tuple[Variable, ...] = (
              "where downloaded models go and where installed ones are looked for"),
     Variable("COSYDESK_ENGINES_DIR", "path", "`engines/` in a source checkout, else `<data folder>/engines`",
              "folders", "the TensorRT engine cache (plans, timing caches, sidecars)"),
+    Variable("COSYDESK_DOWNLOAD_TIMEOUT_S", "seconds", "20", "network",
+             "connect / read timeout of the model hub's metadata requests"),
+    Variable("COSYDESK_DOWNLOAD_STALL_S", "seconds", "60", "network",
+             "a download that receives less than 64 KiB in this time gives up with a clear error (resumable)"),
+    Variable("COSYDESK_API_KEY", "text", "unset", "network",
+             "the key `cosydesk serve` requires (`Authorization: Bearer KEY`) when `--api-key` is not given"),
     Variable("COSYDESK_COMPILE", "switch", "on", "gpu",
              "torch.compile and the Triton kernels; off keeps plain torch inside the CUDA graphs (graphs are still "
              "captured)"),
@@ -100,6 +107,15 @@ def count(name: str, default: int, minimum: int = 0, environ: Mapping[str, str] 
     return max(minimum, int(value)) if value.isdigit() else default
 
 
+def seconds(name: str, default: float, environ: Mapping[str, str] | None = None) -> float:
+    """A positive number of seconds; unset, not a number or not positive: ``default``."""
+    try:
+        value = float(text(name, environ) or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
 def markdown() -> str:
     """docs/configuration.md, generated from VARIABLES."""
     lines = [
@@ -115,7 +131,7 @@ def markdown() -> str:
         "only give the defaults, read once when a Synthesizer is made.",
         "",
         "On/off switches accept `1/true/yes/on` and `0/false/no/off`; anything else keeps the default. Counts accept",
-        "a whole number; anything else keeps the default. Model downloads go through huggingface_hub, which reads",
+        "a whole number, seconds a positive number; anything else keeps the default. Model downloads go through huggingface_hub, which reads",
         "its own variables (`HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME`); torch.compile keeps its kernels in",
         "`TORCHINDUCTOR_CACHE_DIR` (default `<user cache>/cosydesk/inductor`), and `cosydesk bench` runs with",
         "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` unless set.",

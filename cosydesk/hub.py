@@ -21,6 +21,8 @@ from pathlib import Path
 
 import platformdirs
 
+from cosydesk import environment
+
 APP_NAME = "cosydesk"
 
 #: Version -> (yaml file name, speech tokenizer onnx file name).
@@ -275,19 +277,11 @@ MIN_BYTES_PER_STALL_WINDOW = 64 * 1024
 DEFAULT_TIMEOUT_S = 20.0
 
 
-def _env_seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 def _snapshot_download(**kwargs) -> str:
     # Imported lazily: huggingface_hub is slow to import and tests replace this function.
     from huggingface_hub import snapshot_download
 
-    kwargs.setdefault("etag_timeout", _env_seconds("COSYDESK_DOWNLOAD_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+    kwargs.setdefault("etag_timeout", environment.seconds("COSYDESK_DOWNLOAD_TIMEOUT_S", DEFAULT_TIMEOUT_S))
     if os.environ.get("HF_ENDPOINT"):  # read now, not at huggingface_hub's import (a mirror, or a test's server)
         kwargs.setdefault("endpoint", os.environ["HF_ENDPOINT"].rstrip("/"))
     return snapshot_download(**kwargs)
@@ -460,7 +454,7 @@ def download_model(
         _run_watched(lambda: _snapshot_download(repo_id=info.hf_repo, local_dir=str(folder),
                                                 allow_patterns=DOWNLOAD_PATTERNS,
                                                 tqdm_class=_progress_bar_class(progress, cancel, activity)),
-                     activity, cancel, _env_seconds("COSYDESK_DOWNLOAD_STALL_S", DEFAULT_STALL_S), info.hf_repo)
+                     activity, cancel, environment.seconds("COSYDESK_DOWNLOAD_STALL_S", DEFAULT_STALL_S), info.hf_repo)
     except DownloadError:
         raise
     except Exception as error:  # noqa: BLE001 - every hub/network failure becomes one readable message

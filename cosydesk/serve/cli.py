@@ -11,9 +11,9 @@ before anything loads; a port that is taken fails before the model loads.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from cosydesk import environment
 from cosydesk.serve.config import DEFAULT_HOST, DEFAULT_MAX_INPUT_CHARS, DEFAULT_PORT, DEFAULT_QUEUE, bind_problem
 
 
@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
     serve.add_argument("--host", default=DEFAULT_HOST,
                        help=f"address to listen on (default {DEFAULT_HOST}; any other than loopback needs --api-key)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any free one)")
-    serve.add_argument("--api-key", default=os.environ.get("COSYDESK_API_KEY") or None,
+    serve.add_argument("--api-key", default=environment.text("COSYDESK_API_KEY"),
                        help="require 'Authorization: Bearer KEY' on every request (default: $COSYDESK_API_KEY)")
     serve.add_argument("--queue", type=int, default=DEFAULT_QUEUE,
                        help=f"requests that may wait while one is spoken; more get 429 (default {DEFAULT_QUEUE})")
