@@ -37,6 +37,9 @@ from cosydesk.runtime.types import AudioChunk, Request
 ENDOFPROMPT = "<|endofprompt|>"
 V3_SYSTEM_PROMPT = "You are a helpful assistant."
 Progress = Callable[[str, float], None]
+# token2wav's generator is seeded apart from the LLM's (same request seed): two generators on one seed would
+# hand the vocoder the very numbers the sampler drew
+NOISE_SEED_OFFSET = 0x5EED
 
 
 def _pronounceable_char(ch: str) -> bool:
@@ -378,7 +381,8 @@ class Synthesizer:
                     # for it; measured on the H200, 92 -> 77 ms). Later sentences play behind earlier ones, so
                     # their LLM keeps running (the hold costs throughput, RTF 0.049 -> 0.057 per sentence).
                     for result in run_sentence(self.model, inputs, token_source, stream=stream, speed=request.speed,
-                                               cancel=cancel, on_thread=self._track, first_chunk_alone=s_index == 0):
+                                               cancel=cancel, on_thread=self._track, first_chunk_alone=s_index == 0,
+                                               noise_generator=self._noise_generator(request.seed)):
                         pcm = self._to_host(result.pcm)
                         if result.final and not last_sentence:
                             pcm = np.concatenate([pcm, pause])
@@ -398,6 +402,16 @@ class Synthesizer:
                         "or choose --precision fp16 / --device cpu"
                     ) from err
                 raise
+
+    def _noise_generator(self, seed: int | None):
+        """A seeded request's own generator for token2wav's draws (v1 flow noise, v1/v2 HiFT source), fresh per
+        sentence like the LLM's: the global RNG moves on with every request, so back-to-back runs of one seed gave
+        different audio. On the model's device, so a captured vocoder graph draws without a host copy."""
+        if seed is None:
+            return None
+        import torch
+
+        return torch.Generator(device=self.model.device).manual_seed((int(seed) + NOISE_SEED_OFFSET) % 2**63)
 
     def _track(self, thread: threading.Thread) -> None:
         self.live_threads = {t for t in self.live_threads if t.is_alive()} | {thread}
