@@ -84,3 +84,84 @@ def test_official_yaml_stays_within_the_limits(version, name):
     """The limits leave room: the official files (with their anchors, !ref arithmetic and deep nesting) load."""
     config = read_yaml(fixture_dir(version) / "model" / name)
     assert config["llm"].kind == "new"
+
+
+# ------------------------------------------------------------------------------ custom code in CosyVoice-BlankEN
+CUSTOM_CODE = '''
+import pathlib
+pathlib.Path({marker!r}).write_text("the model folder's code ran")  # transformers imports a copy: an absolute path
+from transformers import Qwen2Tokenizer as EvilTokenizer, Qwen2Config as EvilConfig
+'''
+
+# a tiny script that opens the folder the way the Synthesizer does: the tokenizer, then the Qwen2 config
+OPEN_FOLDER = '''
+import sys
+from pathlib import Path
+from cosydesk.model.config import ConfigError
+folder = Path(sys.argv[1])
+try:
+    from cosydesk.frontend.tokenizer import load_tokenizer
+    load_tokenizer("v2", folder)
+    from cosydesk.model.llm_qwen import read_qwen_config
+    read_qwen_config(folder)
+except ConfigError as err:
+    print("REFUSED:", err)
+    sys.exit(2)
+print("LOADED")
+'''
+
+
+def _with_custom_code(tiny_v2_dir: Path, tmp_path: Path, which: str) -> Path:
+    import shutil
+
+    folder = Path(shutil.copytree(tiny_v2_dir, tmp_path / "model"))
+    blanken = folder / "CosyVoice-BlankEN"
+    (blanken / "evil_code.py").write_text(CUSTOM_CODE.format(marker=str(blanken / "RAN")), encoding="utf-8")
+    path = blanken / which
+    data = json.loads(path.read_text(encoding="utf-8"))
+    # class names transformers does not know, so only the folder's code could provide them (what made the
+    # official loader ask "Do you wish to run the custom code? [y/N]")
+    if which == "tokenizer_config.json":
+        data["auto_map"] = {"AutoTokenizer": ["evil_code.EvilTokenizer", None]}
+        data["tokenizer_class"] = "EvilTokenizer"
+    else:
+        data["auto_map"] = {"AutoConfig": "evil_code.EvilConfig"}
+        data.pop("model_type", None)
+        # without a tokenizer_class AutoTokenizer asks config.json which class to use
+        config = json.loads((blanken / "tokenizer_config.json").read_text(encoding="utf-8"))
+        config.pop("tokenizer_class")
+        (blanken / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("which", ["tokenizer_config.json", "config.json"])
+def test_custom_code_in_blanken_is_refused_and_never_run(which, tiny_v2_dir, tmp_path):
+    """Someone answering "y" (here: stdin already holds "y") must never get the chance: no prompt, no import."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    folder = _with_custom_code(tiny_v2_dir, tmp_path, which)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    result = subprocess.run([sys.executable, "-c", OPEN_FOLDER, str(folder)], input="y\ny\n", capture_output=True,
+                            text=True, env=env, timeout=120, cwd=REPO_ROOT)
+    output = result.stdout + result.stderr
+    assert not (folder / "CosyVoice-BlankEN" / "RAN").exists(), "the model folder's Python file was run"
+    assert not list((tmp_path / "hf").rglob("evil_code.py")), "the custom code was copied into the module cache"
+    assert "[y/N]" not in output and "trust_remote_code" not in output, output[-2000:]
+    assert result.returncode == 2, output[-2000:]
+    line = result.stdout.strip().removeprefix("REFUSED: ")
+    assert one_line(line) and which in line and "custom code" in line, line
+
+
+def test_custom_code_is_refused_in_process_as_one_config_error(tiny_v2_dir, tmp_path):
+    from cosydesk.frontend.tokenizer import load_tokenizer
+
+    folder = _with_custom_code(tiny_v2_dir, tmp_path, "tokenizer_config.json")
+    with pytest.raises(ConfigError, match="custom code") as caught:
+        load_tokenizer("v2", folder)
+    assert str(folder / "CosyVoice-BlankEN" / "tokenizer_config.json") in str(caught.value)
+    assert not (folder / "CosyVoice-BlankEN" / "RAN").exists()
