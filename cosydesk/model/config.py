@@ -273,8 +273,9 @@ def read_yaml(path: str | Path, overrides: dict[str, Any] | None = None) -> dict
     Raises ConfigError (naming the file) for unreadable, invalid or oversized yaml (see the module docstring)."""
     path = Path(path)
     text = _read_limited(path)
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # its reader refuses control characters at once (a ReaderError)
         root = loader.get_single_node()
         if root is None:
             raise ConfigError(f"{path} is empty: it does not hold a mapping of settings")
@@ -289,7 +290,8 @@ def read_yaml(path: str | Path, overrides: dict[str, Any] | None = None) -> dict
             raise
         raise ConfigError(f"{path}: {err}") from err
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(top, dict):
         raise ConfigError(f"{path} does not hold a mapping of settings")
     top.update(overrides or {})

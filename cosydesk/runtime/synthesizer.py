@@ -31,6 +31,7 @@ from cosydesk.runtime.errors import (
     UnknownSpeakerError,
     UnsupportedModeError,
 )
+from cosydesk.runtime.output_check import check_audio_chunk
 from cosydesk.runtime.styles import StylePreset, presets_for, resolve_instruct
 from cosydesk.runtime.types import AudioChunk, Request
 
@@ -47,6 +48,13 @@ def _pronounceable_char(ch: str) -> bool:
     if ch in "\n\t":
         return True
     return unicodedata.category(ch) not in ("Cc", "Cf", "Cs") and not "\ufe00" <= ch <= "\ufe0f"
+
+
+def _all_finite(value) -> bool:
+    """A floating tensor holds only finite numbers (anything else - ids, strings - counts as finite here)."""
+    import torch
+
+    return not (isinstance(value, torch.Tensor) and value.is_floating_point()) or bool(torch.isfinite(value).all())
 
 
 def resolve_device(device: str) -> str:
@@ -247,7 +255,13 @@ class Synthesizer:
         path = Path(wav_path).expanduser()
         if not path.is_file():
             raise PromptError(f"prompt audio {path} does not exist")
-        return self._prompt_features(str(path), path.stat().st_mtime, transcript)
+        features = self._prompt_features(str(path), path.stat().st_mtime, transcript)
+        for name in ("speech_feat", "embedding"):
+            if not _all_finite(getattr(features, name)):
+                what = "speaker embedding (campplus.onnx)" if name == "embedding" else "mel features"
+                raise PromptError(f"the {what} of {path.name} came out as NaN/inf: the recording's samples are far "
+                                  "outside -1..1 or campplus.onnx is damaged; use a normal recording")
+        return features
 
     def _voice_inputs(self, request: Request, instruct: str | None) -> dict:
         """Prompt tensors common to every sentence of the request (official frontend_* semantics)."""
@@ -275,6 +289,10 @@ class Synthesizer:
         if name not in self.model.spk2info:
             raise UnknownSpeakerError(f"unknown speaker {name!r}; this model offers: {', '.join(speakers) or 'none'}")
         entry = self.model.spk2info[name]
+        broken = [key for key, value in entry.items() if not _all_finite(value)]
+        if broken:
+            raise UnknownSpeakerError(f"speaker {name!r} in {self.model_dir / 'spk2info.pt'} is damaged ({broken[0]} "
+                                      "holds NaN/inf values): choose another voice or download the model again")
         if "prompt_speech_feat" in entry:  # a saved zero-shot speaker
             voice = dict(
                 prompt_text=entry["prompt_text"], llm_prompt_speech_token=entry["llm_prompt_speech_token"],
@@ -384,6 +402,7 @@ class Synthesizer:
                                                cancel=cancel, on_thread=self._track, first_chunk_alone=s_index == 0,
                                                noise_generator=self._noise_generator(request.seed)):
                         pcm = self._to_host(result.pcm)
+                        check_audio_chunk(pcm)  # NaN / pinned samples are refused before anyone plays or writes them
                         if result.final and not last_sentence:
                             pcm = np.concatenate([pcm, pause])
                         timings = {"submit": submit, **result.timings, "ready": time.perf_counter()}

@@ -165,3 +165,119 @@ def test_custom_code_is_refused_in_process_as_one_config_error(tiny_v2_dir, tmp_
         load_tokenizer("v2", folder)
     assert str(folder / "CosyVoice-BlankEN" / "tokenizer_config.json") in str(caught.value)
     assert not (folder / "CosyVoice-BlankEN" / "RAN").exists()
+
+
+# ------------------------------------------------------------------------------ NaN / inf / garbage never written
+NAN_SENTENCE = "你好，世界。"
+
+
+@pytest.fixture
+def model_copy(tiny_v2_dir, tmp_path):
+    import shutil
+
+    return Path(shutil.copytree(tiny_v2_dir, tmp_path / "model"))
+
+
+@pytest.mark.parametrize("name,value", [("flow.pt", float("nan")), ("llm.pt", float("inf")), ("hift.pt", float("-inf"))])
+def test_non_finite_weights_are_refused_at_load(name, value, model_copy):
+    import torch
+
+    from cosydesk.model.checkpoint import CheckpointError
+    from cosydesk.model.cosyvoice import load
+
+    state = torch.load(model_copy / name, weights_only=True)
+    key = next(k for k, v in state.items() if v.is_floating_point() and v.numel() > 1)
+    state[key].view(-1)[1] = value
+    torch.save(state, model_copy / name)
+    with pytest.raises(CheckpointError) as caught:
+        load(model_copy)
+    message = str(caught.value)
+    assert one_line(message) and str(model_copy / name) in message and key in message and "NaN" in message, message
+
+
+def _cli_say(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    from cosydesk import cli
+
+    capsys.readouterr()
+    code = within(120.0, lambda: cli.main(["say", *args]))
+    return code, capsys.readouterr().err
+
+
+def test_nan_speaker_embedding_is_one_line_and_no_wav(model_copy, tmp_path, monkeypatch, capsys):
+    import torch
+
+    table = torch.load(model_copy / "spk2info.pt", weights_only=True)
+    table["中文女"]["embedding"][0, 3] = float("nan")
+    torch.save(table, model_copy / "spk2info.pt")
+    out = tmp_path / "out.wav"
+    code, err = _cli_say(monkeypatch, capsys, NAN_SENTENCE, "--model", str(model_copy), "--speaker", "中文女",
+                         "--device", "cpu", "-o", str(out))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("cosydesk: error:"), err
+    assert "spk2info.pt" in lines[0] and "NaN" in lines[0]
+    assert not out.exists() and not list(tmp_path.glob("*.part"))
+
+
+def _voiced(path: Path, scale: float) -> Path:
+    import numpy as np
+    import soundfile as sf
+
+    rate = 16000
+    t = np.arange(3 * rate) / rate
+    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 3 * t)) / rate
+    wav = sum(np.sin(k * phase) / k for k in range(1, 6)) * 0.2 * scale
+    sf.write(path, wav.astype(np.float32), rate, subtype="FLOAT")
+    return path
+
+
+@pytest.fixture(scope="module")
+def synth(tiny_v2_dir):
+    from cosydesk.runtime import Synthesizer
+
+    return Synthesizer(tiny_v2_dir, device="cpu")
+
+
+def test_prompt_scaled_by_1e30_is_a_prompt_error(synth, tmp_path):
+    from cosydesk.runtime import Request
+    from cosydesk.runtime.errors import SynthesisError
+
+    prompt = _voiced(tmp_path / "loud.wav", 1e30)
+    with pytest.raises(SynthesisError) as caught:
+        synth.synthesize(Request(NAN_SENTENCE, prompt_wav=str(prompt), prompt_text="提示文本。", seed=1))
+    assert one_line(str(caught.value)) and "loud.wav" in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize("garbage", ["nan", "inf", "full_scale"])
+def test_a_model_producing_garbage_is_refused_before_anything_is_written(garbage, synth, tiny_v2_dir, tmp_path,
+                                                                         monkeypatch, capsys):
+    """Whatever the cause (here the vocoder's output is replaced), NaN/inf or pinned samples never reach a file."""
+    import cosydesk.runtime
+    import torch
+
+    from cosydesk.runtime import Request
+    from cosydesk.runtime.errors import InvalidAudioError
+    from cosydesk.runtime.token2wav import Token2Wav
+
+    real = Token2Wav._hift
+
+    def broken(self, mel, cache_source):
+        speech, source = real(self, mel, cache_source)
+        if garbage == "full_scale":
+            return torch.full_like(speech, -0.99), source
+        speech = speech.clone()
+        speech[..., ::7] = float(garbage)
+        return speech, source
+
+    monkeypatch.setattr(Token2Wav, "_hift", broken)
+    with pytest.raises(InvalidAudioError) as caught:
+        synth.synthesize(Request(NAN_SENTENCE, speaker="中文女", seed=1))
+    assert one_line(str(caught.value))
+    monkeypatch.setattr(cosydesk.runtime, "Synthesizer", lambda model_dir, **options: synth)
+    out = tmp_path / "out.wav"
+    for stream in ((), ("--no-stream",)):
+        code, err = _cli_say(monkeypatch, capsys, NAN_SENTENCE, "--model", str(tiny_v2_dir), "--speaker", "中文女",
+                             "-o", str(out), *stream)
+        assert code == 2 and err.startswith("cosydesk: error:") and "invalid audio" in err, err
+        assert not out.exists() and not list(tmp_path.glob("*.part"))
+    monkeypatch.setattr(Token2Wav, "_hift", real)
+    assert synth.synthesize(Request(NAN_SENTENCE, speaker="中文女", seed=1)).size > 0  # the model still works
