@@ -281,3 +281,24 @@ def test_a_model_producing_garbage_is_refused_before_anything_is_written(garbage
         assert not out.exists() and not list(tmp_path.glob("*.part"))
     monkeypatch.setattr(Token2Wav, "_hift", real)
     assert synth.synthesize(Request(NAN_SENTENCE, speaker="中文女", seed=1)).size > 0  # the model still works
+
+
+def test_campplus_returning_nan_is_a_prompt_error(model_copy, tmp_path):
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from cosydesk.runtime import Request, Synthesizer
+    from cosydesk.runtime.errors import PromptError
+
+    model = onnx.load(str(model_copy / "campplus.onnx"))
+    for index, weights in enumerate(model.graph.initializer):
+        array = numpy_helper.to_array(weights).copy()
+        if array.dtype == np.float32:
+            array.flat[0] = np.nan
+            model.graph.initializer[index].CopyFrom(numpy_helper.from_array(array, weights.name))
+    onnx.save(model, str(model_copy / "campplus.onnx"))
+    synth = Synthesizer(model_copy, device="cpu")
+    with pytest.raises(PromptError, match="campplus") as caught:
+        synth.synthesize(Request(NAN_SENTENCE, prompt_wav=str(_voiced(tmp_path / "p.wav", 1.0)), prompt_text="提示文本。"))
+    assert one_line(str(caught.value))
