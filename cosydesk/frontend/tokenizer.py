@@ -156,12 +156,23 @@ class QwenTextTokenizer:
                 f"the {version} text tokenizer needs {', '.join(missing)} in {blanken_dir}; "
                 "these files come with the released model download (CosyVoice-BlankEN)"
             )
+        from cosydesk.model.hf_files import check_blanken_folder
+
+        check_blanken_folder(blanken_dir)  # a folder asking for custom code is refused before transformers reads it
         # transformers is slow to import; only v2/v3 need it.
         from transformers import AutoTokenizer
 
         extras = V2_EXTRA_SPECIALS if version == "v2" else V3_EXTRA_SPECIALS
         self.version = version
-        self._hf = AutoTokenizer.from_pretrained(str(blanken_dir))
+        # never the folder's code, never a prompt on stdin, never the network
+        try:
+            self._hf = AutoTokenizer.from_pretrained(str(blanken_dir), trust_remote_code=False, local_files_only=True)
+        except Exception as err:  # noqa: BLE001 - transformers and tokenizers raise many types for damaged files
+            from cosydesk.model.config import ConfigError
+
+            detail = " ".join(str(err).split())[:300]
+            raise ConfigError(f"the text tokenizer files in {blanken_dir} cannot be read "
+                              f"({type(err).__name__}: {detail})") from err
         self._hf.add_special_tokens(
             {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "additional_special_tokens": list(extras)}
         )

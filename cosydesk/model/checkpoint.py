@@ -72,6 +72,10 @@ def load_strict(module: nn.Module, state: Mapping[str, torch.Tensor], source: st
             raise CheckpointError(
                 f"{source}: key {key!r} has shape {list(state[key].shape)}, the yaml's model needs {list(tensor.shape)}"
             )
+    for key, tensor in state.items():  # a NaN weight gives NaN audio (or a sampler crash) at every request
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{source}: key {key!r} holds NaN or infinite values: the file is damaged; "
+                                  "download the model again")
     module.load_state_dict(state, strict=True)
 
 

@@ -9,13 +9,20 @@ We only need to know *what* the file describes, so each tag becomes a `Node`:
 - ``!ref <key>``       -> the value of top-level ``key`` (nested refs resolved, with ``<a> * <b>`` arithmetic)
 
 Only literals and + - * / // % and parentheses are allowed inside a ``!ref`` expression.
+
+A model folder is untrusted input, so the reader has limits: the file's size, how many values it holds once
+its aliases are expanded (a "billion laughs" file is a few hundred bytes), nesting depth, recursive aliases,
+and the size of what ``!ref`` arithmetic may produce (a chain of ``<a> * <a>`` squares a number per line).
+Each is refused with a ConfigError naming the file, before the work or memory is spent.
 """
 
 from __future__ import annotations
 
 import ast
 import operator
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +30,13 @@ from typing import Any
 import yaml
 
 VERSION_BY_YAML = {"cosyvoice.yaml": "v1", "cosyvoice2.yaml": "v2", "cosyvoice3.yaml": "v3"}
+
+# Limits for untrusted yaml (the official files: ~9 KB, ~1,500 values, 8 levels deep, numbers below 2**31).
+MAX_YAML_BYTES = 256 * 1024
+MAX_YAML_VALUES = 100_000  # counted with every alias expanded
+MAX_YAML_DEPTH = 64
+MAX_REF_INT_BITS = 64  # an int a !ref computes with, or computes
+MAX_REF_TEXT = 10_000  # characters of a string a !ref builds
 
 
 class ConfigError(ValueError):
@@ -98,19 +112,47 @@ _BINOPS = {
 }
 
 
-def _eval_arith(tree: ast.AST, names: dict[str, Any], source: str) -> Any:
+def _bounded(value: Any, where: str) -> Any:
+    """``value`` if !ref arithmetic may use or produce it: a number of at most MAX_REF_INT_BITS bits or a short
+    string (a list, a mapping or a Node is no operand; a huge number would make the next multiplication hang)."""
+    if isinstance(value, int) and value.bit_length() > MAX_REF_INT_BITS:
+        raise ConfigError(f"{where}: a number of more than {MAX_REF_INT_BITS} bits (a model setting is far smaller)")
+    if isinstance(value, str) and len(value) > MAX_REF_TEXT:
+        raise ConfigError(f"{where}: a string of more than {MAX_REF_TEXT} characters")
+    if not isinstance(value, (int, float, str)):
+        raise ConfigError(f"{where}: arithmetic on a {type(value).__name__}, not a number")
+    return value
+
+
+def _apply(op: ast.operator, left: Any, right: Any, where: str) -> Any:
+    # string repetition is sized before it runs: "x" * 10**9 would take the memory first and fail after
+    for text, count in ((left, right), (right, left)):
+        if isinstance(op, ast.Mult) and isinstance(text, str) and isinstance(count, int) and len(text) * count > MAX_REF_TEXT:
+            raise ConfigError(f"{where}: builds a string of more than {MAX_REF_TEXT} characters")
+    try:
+        return _bounded(_BINOPS[type(op)](left, right), where)
+    except ZeroDivisionError as err:
+        raise ConfigError(f"{where}: divides by zero") from err
+    except (TypeError, OverflowError) as err:
+        raise ConfigError(f"{where}: cannot compute ({err})") from err
+
+
+def _eval_arith(tree: ast.AST, names: dict[str, Any], where: str) -> Any:
+    """Evaluate a parsed !ref expression; ``where`` ("<file>: !ref '<expr>'") starts every error message."""
     if isinstance(tree, ast.Expression):
-        return _eval_arith(tree.body, names, source)
+        return _eval_arith(tree.body, names, where)
     if isinstance(tree, ast.Constant) and isinstance(tree.value, (int, float, str)):
-        return tree.value
+        return _bounded(tree.value, where)
     if isinstance(tree, ast.Name) and tree.id in names:
-        return names[tree.id]
+        return _bounded(names[tree.id], where)
     if isinstance(tree, ast.BinOp) and type(tree.op) in _BINOPS:
-        return _BINOPS[type(tree.op)](_eval_arith(tree.left, names, source), _eval_arith(tree.right, names, source))
+        return _apply(tree.op, _eval_arith(tree.left, names, where), _eval_arith(tree.right, names, where), where)
     if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, (ast.USub, ast.UAdd)):
-        value = _eval_arith(tree.operand, names, source)
+        value = _eval_arith(tree.operand, names, where)
+        if isinstance(value, str):
+            raise ConfigError(f"{where}: a sign before a string")
         return -value if isinstance(tree.op, ast.USub) else value
-    raise ConfigError(f"unsupported expression in !ref {source!r}")
+    raise ConfigError(f"{where}: unsupported expression (only numbers, <keys>, + - * / // % and parentheses)")
 
 
 class _Resolver:
@@ -131,7 +173,10 @@ class _Resolver:
         self.active.add(name)
         value = self.value(self.top[parts[0]])
         for part in parts[1:]:
-            value = value[part] if not isinstance(value, Node) else value[part]
+            try:
+                value = value[part]
+            except (KeyError, IndexError, TypeError) as err:
+                raise ConfigError(f"{self.path}: !ref <{name}>: {parts[0]} has no {part!r}") from err
         self.active.discard(name)
         self.done[name] = value
         return value
@@ -149,11 +194,13 @@ class _Resolver:
             alias = f"_r{index}"
             names[alias] = self.key(name)
             source = source.replace(f"<{name}>", alias, 1)
+        if len(source) > MAX_REF_TEXT:
+            raise ConfigError(f"{self.path}: a !ref expression of {len(source)} characters")
         try:
             tree = ast.parse(source.strip(), mode="eval")
-        except SyntaxError as err:
+        except (SyntaxError, ValueError, RecursionError) as err:  # ValueError: a NUL; RecursionError: (((((...
             raise ConfigError(f"{self.path}: cannot parse !ref {expr!r}") from err
-        return _eval_arith(tree, names, expr)
+        return _eval_arith(tree, names, f"{self.path}: !ref {expr!r}")
 
     def value(self, value: Any) -> Any:
         if isinstance(value, _Ref):
@@ -168,22 +215,91 @@ class _Resolver:
         return value
 
 
-def read_yaml(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Parse an official model yaml into plain dicts/lists/scalars and `Node`s, with every `!ref` resolved."""
-    path = Path(path)
+def _read_limited(path: Path) -> str:
+    """The file's text: a regular file (never a FIFO or device) of at most MAX_YAML_BYTES, in UTF-8."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
     except OSError as err:
         raise ConfigError(f"cannot read {path}: {err.strerror or err}") from err
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path} is not a regular file")
+        if info.st_size > MAX_YAML_BYTES:
+            raise ConfigError(f"{path} is {info.st_size:,} bytes: a model yaml is a few KB "
+                              f"(at most {MAX_YAML_BYTES:,} bytes are read)")
+        data = handle.read(MAX_YAML_BYTES + 1)
+    if len(data) > MAX_YAML_BYTES:  # grew after the stat
+        raise ConfigError(f"{path} is over {MAX_YAML_BYTES:,} bytes: a model yaml is a few KB")
     try:
-        top = yaml.load(text, Loader=_Loader)  # noqa: S506 - our loader only builds inert data
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {err.start}): not a model yaml") from err
+
+
+def _check_graph(root: yaml.Node, path: Path) -> None:
+    """Refuse a composed document that recurses, nests deeper than MAX_YAML_DEPTH, or expands (aliases followed)
+    to more than MAX_YAML_VALUES values. Sizes are memoised per node, so a billion laughs costs its few nodes."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node, depth: int) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ConfigError(f"{path}: a recursive alias (an anchor used inside itself, line {node.start_mark.line + 1})")
+        if depth > MAX_YAML_DEPTH:
+            raise ConfigError(f"{path}: nested more than {MAX_YAML_DEPTH} levels deep (line {node.start_mark.line + 1})")
+        total = 1
+        if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)):
+            open_nodes.add(key)
+            children = node.value if isinstance(node, yaml.SequenceNode) else [n for pair in node.value for n in pair]
+            for child in children:
+                total += size(child, depth + 1)
+                if total > MAX_YAML_VALUES:
+                    raise ConfigError(f"{path}: expands to more than {MAX_YAML_VALUES:,} values through its aliases "
+                                      "(a model yaml holds a few thousand)")
+            open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root, 0)
+
+
+def read_yaml(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Parse an official model yaml into plain dicts/lists/scalars and `Node`s, with every `!ref` resolved.
+
+    Raises ConfigError (naming the file) for unreadable, invalid or oversized yaml (see the module docstring)."""
+    path = Path(path)
+    text = _read_limited(path)
+    loader = None
+    try:
+        loader = _Loader(text)  # its reader refuses control characters at once (a ReaderError)
+        root = loader.get_single_node()
+        if root is None:
+            raise ConfigError(f"{path} is empty: it does not hold a mapping of settings")
+        _check_graph(root, path)
+        top = loader.construct_document(root)  # noqa: S506 - our loader only builds inert data
     except yaml.YAMLError as err:
         raise ConfigError(f"{path} is not valid yaml: {' '.join(str(err).split())}") from err
+    except RecursionError as err:
+        raise ConfigError(f"{path}: nested too deeply to read") from err
+    except ValueError as err:  # a scalar the constructor rejects, e.g. an integer of 5,000 digits
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"{path}: {err}") from err
+    finally:
+        if loader is not None:
+            loader.dispose()
     if not isinstance(top, dict):
         raise ConfigError(f"{path} does not hold a mapping of settings")
     top.update(overrides or {})
     resolver = _Resolver(top, str(path))
-    return {key: resolver.value(value) for key, value in top.items()}
+    try:
+        return {key: resolver.value(value) for key, value in top.items()}
+    except RecursionError as err:  # !ref chains nested past Python's stack (each level is checked above)
+        raise ConfigError(f"{path}: its !ref chain is nested too deeply") from err
 
 
 def find_model_yaml(model_dir: str | Path) -> tuple[Path, str]:

@@ -401,15 +401,22 @@ class HiFTGenerator(_HiFTBase):
         torch.randn((mel.shape[0], samples, 1), generator=generator, device=device)
         return NsfDraws(phase.to(mel.device), noise.to(mel.device))
 
-    def redraw(self, draws: NsfDraws) -> None:
+    def redraw(self, draws: NsfDraws, generator: torch.Generator | None = None) -> None:
         """Fresh draws of the same kinds written into ``draws`` in place (for a captured graph's static draws):
-        uniform phases (v1 radians in [-pi, pi), v2 cycles in [0, 1)), standard normal noise. Not the official
-        RNG order, which ``random_draws`` keeps for seeded eager runs."""
+        uniform phases (v1 radians in [-pi, pi), v2 cycles in [0, 1)), standard normal noise, from ``generator``
+        (default: torch's global RNG). Not the official RNG order, which ``random_draws`` keeps for seeded eager runs."""
+        if generator is not None and generator.device != draws.noise.device:  # e.g. a CPU generator, CUDA draws
+            fresh = NsfDraws(torch.empty_like(draws.initial_phase, device=generator.device),
+                             torch.empty_like(draws.noise, device=generator.device))
+            self.redraw(fresh, generator)
+            draws.initial_phase.copy_(fresh.initial_phase)
+            draws.noise.copy_(fresh.noise)
+            return
         if self.sample_rate_phase:
-            draws.initial_phase.uniform_(-math.pi, math.pi)
+            draws.initial_phase.uniform_(-math.pi, math.pi, generator=generator)
         else:
-            draws.initial_phase.uniform_()
-        draws.noise.normal_()
+            draws.initial_phase.uniform_(generator=generator)
+        draws.noise.normal_(generator=generator)
 
     # --- math ---
     def predict_f0(self, mel: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,6 @@ user input (the synthesizer enforces it), threads, devices.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,9 +53,13 @@ def read_qwen_config(model_dir: str | Path) -> Qwen2Config:
     path = Path(model_dir) / BLANKEN_DIR / "config.json"
     if not path.is_file():
         raise ConfigError(f"{path} is missing: the Qwen2 backbone architecture is read from it")
+    from cosydesk.model.hf_files import read_json_object, refuse_custom_code
+
+    data = read_json_object(path, "a Qwen2 config")  # size-limited plain JSON; ConfigError names the file
+    refuse_custom_code(path, data)  # Qwen2Config would ignore auto_map, but such a folder is not a released one
     try:
-        config = Qwen2Config.from_json_file(str(path))
-    except (OSError, ValueError, json.JSONDecodeError) as err:
+        config = Qwen2Config.from_dict(data)
+    except (TypeError, ValueError, AttributeError) as err:
         raise ConfigError(f"{path} is not a readable Qwen2 config ({err})") from err
     config._attn_implementation = "sdpa"
     return config

@@ -33,3 +33,8 @@ class NumericalError(SynthesisError):
 
 class OutOfMemoryError(SynthesisError):
     """The GPU ran out of memory during a request (the model stays loaded; the next request may succeed)."""
+
+
+class InvalidAudioError(SynthesisError):
+    """The model produced samples that are not audio (NaN/inf, or pinned at full scale): refused, never written or
+    played (a WAV of NaN or of constant -32768 is silent garbage that looks like success)."""

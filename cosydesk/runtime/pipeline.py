@@ -101,6 +101,7 @@ def run_sentence(
     on_thread: Callable[[threading.Thread], None] | None = None,
     first_chunk_alone: bool = False,
     shared_steps: int | None = None,
+    noise_generator: torch.Generator | None = None,
 ) -> Iterator[ChunkResult]:
     """Synthesise one sentence; yields wave chunks (1-D tensors on the model's device) with timings.
 
@@ -108,7 +109,8 @@ def run_sentence(
     token2wav work has finished (on a GPU: its event), so the first chunk does not share the device with
     decoding - first audio sooner; the LLM, far ahead of playback, resumes after it. With a graphed flow solver
     the LLM resumes earlier, once only the chunk's last ``shared_steps`` CFM steps (and its vocoder) are left
-    (None: ``first_chunk_shared_steps()``), trading a little first-audio time for a shorter sentence."""
+    (None: ``first_chunk_shared_steps()``), trading a little first-audio time for a shorter sentence.
+    ``noise_generator``: where token2wav's random draws come from (a seeded request's own; None: torch's global RNG)."""
     cancel = cancel or threading.Event()
     stop = threading.Event()
     buffer = TokenBuffer()
@@ -151,7 +153,7 @@ def run_sentence(
     if on_thread is not None:
         on_thread(producer)
     state = Token2Wav(model, inputs.flow_prompt_speech_token, inputs.prompt_speech_feat, inputs.flow_embedding,
-                      zero_noise=zero_noise, speed=speed, streaming=stream)
+                      zero_noise=zero_noise, speed=speed, streaming=stream, generator=noise_generator)
     producer.start()
     try:
         while True:

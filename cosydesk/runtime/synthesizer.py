@@ -32,12 +32,16 @@ from cosydesk.runtime.errors import (
     UnsupportedModeError,
 )
 from cosydesk.runtime.options import EngineOptions, using
+from cosydesk.runtime.output_check import check_audio_chunk
 from cosydesk.runtime.styles import StylePreset, is_instruct_model, presets_for, resolve_instruct
 from cosydesk.runtime.types import AudioChunk, Request
 
 ENDOFPROMPT = "<|endofprompt|>"
 V3_SYSTEM_PROMPT = "You are a helpful assistant."
 Progress = Callable[[str, float], None]
+# token2wav's generator is seeded apart from the LLM's (same request seed): two generators on one seed would
+# hand the vocoder the very numbers the sampler drew
+NOISE_SEED_OFFSET = 0x5EED
 
 
 def _pronounceable_char(ch: str) -> bool:
@@ -45,6 +49,13 @@ def _pronounceable_char(ch: str) -> bool:
     if ch in "\n\t":
         return True
     return unicodedata.category(ch) not in ("Cc", "Cf", "Cs") and not "\ufe00" <= ch <= "\ufe0f"
+
+
+def _all_finite(value) -> bool:
+    """A floating tensor holds only finite numbers (anything else - ids, strings - counts as finite here)."""
+    import torch
+
+    return not (isinstance(value, torch.Tensor) and value.is_floating_point()) or bool(torch.isfinite(value).all())
 
 
 def resolve_device(device: str) -> str:
@@ -246,7 +257,13 @@ class Synthesizer:
         path = Path(wav_path).expanduser()
         if not path.is_file():
             raise PromptError(f"prompt audio {path} does not exist")
-        return self._prompt_features(str(path), path.stat().st_mtime, transcript)
+        features = self._prompt_features(str(path), path.stat().st_mtime, transcript)
+        for name in ("speech_feat", "embedding"):
+            if not _all_finite(getattr(features, name)):
+                what = "speaker embedding (campplus.onnx)" if name == "embedding" else "mel features"
+                raise PromptError(f"the {what} of {path.name} came out as NaN/inf: the recording's samples are far "
+                                  "outside -1..1 or campplus.onnx is damaged; use a normal recording")
+        return features
 
     def _voice_inputs(self, request: Request, instruct: str | None) -> dict:
         """Prompt tensors common to every sentence of the request (official frontend_* semantics)."""
@@ -274,6 +291,10 @@ class Synthesizer:
         if name not in self.model.spk2info:
             raise UnknownSpeakerError(f"unknown speaker {name!r}; this model offers: {', '.join(speakers) or 'none'}")
         entry = self.model.spk2info[name]
+        broken = [key for key, value in entry.items() if not _all_finite(value)]
+        if broken:
+            raise UnknownSpeakerError(f"speaker {name!r} in {self.model_dir / 'spk2info.pt'} is damaged ({broken[0]} "
+                                      "holds NaN/inf values): choose another voice or download the model again")
         if "prompt_speech_feat" in entry:  # a saved zero-shot speaker
             voice = dict(
                 prompt_text=entry["prompt_text"], llm_prompt_speech_token=entry["llm_prompt_speech_token"],
@@ -381,8 +402,10 @@ class Synthesizer:
                     # their LLM keeps running (the hold costs throughput, RTF 0.049 -> 0.057 per sentence).
                     for result in run_sentence(self.model, inputs, token_source, stream=stream, speed=request.speed,
                                                cancel=cancel, on_thread=self._track, first_chunk_alone=s_index == 0,
-                                               shared_steps=self.options.first_chunk_shared_steps):
+                                               shared_steps=self.options.first_chunk_shared_steps,
+                                               noise_generator=self._noise_generator(request.seed)):
                         pcm = self._to_host(result.pcm)
+                        check_audio_chunk(pcm)  # NaN / pinned samples are refused before anyone plays or writes them
                         if result.final and not last_sentence:
                             pcm = np.concatenate([pcm, pause])
                         timings = {"submit": submit, **result.timings, "ready": time.perf_counter()}
@@ -401,6 +424,16 @@ class Synthesizer:
                         "or choose --precision fp16 / --device cpu"
                     ) from err
                 raise
+
+    def _noise_generator(self, seed: int | None):
+        """A seeded request's own generator for token2wav's draws (v1 flow noise, v1/v2 HiFT source), fresh per
+        sentence like the LLM's: the global RNG moves on with every request, so back-to-back runs of one seed gave
+        different audio. On the model's device, so a captured vocoder graph draws without a host copy."""
+        if seed is None:
+            return None
+        import torch
+
+        return torch.Generator(device=self.model.device).manual_seed((int(seed) + NOISE_SEED_OFFSET) % 2**63)
 
     def _track(self, thread: threading.Thread) -> None:
         self.live_threads = {t for t in self.live_threads if t.is_alive()} | {thread}

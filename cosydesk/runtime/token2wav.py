@@ -63,6 +63,7 @@ class Token2Wav:
         zero_noise: bool = False,
         speed: float = 1.0,
         streaming: bool = True,
+        generator: torch.Generator | None = None,
     ):
         self.model = model
         self.version = model.version
@@ -71,6 +72,9 @@ class Token2Wav:
         self.prompt_feat = prompt_feat.to(device=device, dtype=model.dtype)
         self.embedding = embedding.to(device=device, dtype=model.dtype)
         self.zero_noise = zero_noise
+        # the v1 flow's start noise and the v1/v2 HiFT source draws: from this generator (a seeded request) or
+        # torch's global RNG, which moves with every request, so a seed alone would not repeat the audio
+        self.generator = generator
         self.speed = speed
         self.streaming = streaming
         self.token_mel_ratio = model.token_mel_ratio
@@ -102,13 +106,15 @@ class Token2Wav:
             embedding=self.embedding,
         )
         if self.version == "v1":
-            mel, self.flow_cache = flow.inference_with_cache(**args, flow_cache=self.flow_cache)
+            mel, self.flow_cache = flow.inference_with_cache(**args, flow_cache=self.flow_cache, generator=self.generator)
             return mel
         return flow.inference(**args, streaming=streaming, finalize=finalize)
 
     # -- hift -------------------------------------------------------------------------------------------
     def _hift(self, mel: torch.Tensor, cache_source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        speech, source = self.model.hift.inference_with_source(mel, cache_source=cache_source, zero_noise=self.zero_noise)
+        seeded = {"generator": self.generator} if self.generator is not None and not self.zero_noise else {}
+        speech, source = self.model.hift.inference_with_source(mel, cache_source=cache_source, zero_noise=self.zero_noise,
+                                                               **seeded)
         self.timings["vocoder_done"] = time.perf_counter()
         return speech, source
 

@@ -73,6 +73,146 @@ def test_corrupt_entries_are_rebuilt(tmp_path, damage):
     assert build.calls == 2 and cache.state(KEY) == "hit"
 
 
+def _sidecar_garbage(meta: dict, kind: str) -> bytes:
+    """Garbage in the three kinds of issue 31 (binary junk, JSON of the wrong types, a truncated file) and more."""
+    if kind == "binary_junk":
+        return bytes(range(256)) * 8
+    if kind == "truncated":
+        return json.dumps(meta).encode()[:57]
+    if kind == "deeply_nested":
+        return b"[" * 100_000 + b"]" * 100_000
+    if kind == "huge":
+        return b" " * (2 * 1024 * 1024) + json.dumps(meta).encode()
+    if kind == "top_level_list":
+        return b"[1, 2, 3]"
+    bad = dict(meta)
+    if kind == "plan_bytes_infinite":
+        return json.dumps(bad).replace(str(meta["plan_bytes"]), "1e400").encode()
+    bad.update({"plan_bytes_string": {"plan_bytes": "many"}, "plan_bytes_bool": {"plan_bytes": True},
+                "sha_number": {"plan_sha256": 5}, "key_list": {"key": [1, 2]}, "format_list": {"format": [1]},
+                "key_values_objects": {"key": {field: {"x": 1} for field in meta["key"]}}}[kind])
+    return json.dumps(bad).encode()
+
+
+SIDECAR_GARBAGE = ["binary_junk", "truncated", "deeply_nested", "huge", "top_level_list", "plan_bytes_infinite",
+                   "plan_bytes_string", "plan_bytes_bool", "sha_number", "key_list", "format_list", "key_values_objects"]
+
+
+@pytest.mark.parametrize("kind", SIDECAR_GARBAGE)
+def test_garbage_sidecars_are_a_rebuild_never_an_exception(tmp_path, kind):
+    """The module's promise: a damaged cache is rebuilt, never raised (issue 31: three kinds raised)."""
+    cache, build = EngineCache(tmp_path), CountingBuilder()
+    cache.get_or_build(KEY, build)
+    meta = json.loads(cache.sidecar_path(KEY).read_text())
+    cache.sidecar_path(KEY).write_bytes(_sidecar_garbage(meta, kind))
+    assert cache.state(KEY) in ("corrupt", "foreign", "stale")
+    cache.get_or_build(KEY, build)
+    assert build.calls == 2 and cache.state(KEY) == "hit"
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling_symlink", "fifo"])
+@pytest.mark.parametrize("which", ["plan", "sidecar"])
+def test_something_else_in_a_slot_is_a_miss_and_gets_replaced(tmp_path, kind, which):
+    import os
+
+    cache, build = EngineCache(tmp_path), CountingBuilder()
+    cache.get_or_build(KEY, build)
+    path = cache.plan_path(KEY) if which == "plan" else cache.sidecar_path(KEY)
+    path.unlink()
+    if kind == "directory":
+        (path / "inside").mkdir(parents=True)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(tmp_path / "nowhere")
+    assert cache.state(KEY) == "miss"
+    cache.get_or_build(KEY, build)
+    assert build.calls == 2 and cache.state(KEY) == "hit" and path.is_file() and not path.is_symlink()
+
+
+def test_a_plan_whose_size_disagrees_is_not_read(tmp_path, monkeypatch):
+    """A garbage plan of any size is judged by its stat before its bytes are read into memory."""
+    cache, build = EngineCache(tmp_path), CountingBuilder()
+    plan = cache.get_or_build(KEY, build)
+    with plan.open("ab") as handle:
+        handle.truncate(8 * 1024 * 1024 * 1024)  # sparse: 8 GB that take no disk
+    read_bytes = Path.read_bytes
+
+    def no_plan_reads(self):
+        if self.suffix == ".plan":
+            pytest.fail(f"read {self.name} whole")
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", no_plan_reads)
+    assert cache.state(KEY) == "corrupt"
+
+
+class FakeTimingConfig:
+    """Stands in for a TensorRT builder config: garbage bytes make create_timing_cache raise, as TensorRT may."""
+
+    def __init__(self):
+        self.caches = []
+
+    def create_timing_cache(self, blob: bytes):
+        if blob and not blob.startswith(b"TIMING"):
+            raise RuntimeError("[TRT] invalid timing cache")
+        self.caches.append(blob)
+        return blob
+
+    def set_timing_cache(self, cache, ignore_mismatch: bool) -> bool:
+        return True
+
+
+class FakeRuntimeConfig:
+    """Stands in for a TensorRT-for-RTX runtime config: deserialize() raises on junk, returns False on a mismatch."""
+
+    class Cache:
+        def __init__(self):
+            self.data = b""
+
+        def deserialize(self, blob: bytes) -> bool:
+            if blob.startswith(b"JUNK"):
+                raise RuntimeError("[TRT] runtime cache corrupt")
+            self.data = blob
+            return blob.startswith(b"RTC")
+
+    def create_runtime_cache(self):
+        return self.Cache()
+
+
+@pytest.mark.parametrize("content", [b"JUNK" + bytes(range(256)), b"TIMING"[:3], None])
+def test_garbage_timing_cache_starts_fresh(tmp_path, content):
+    from cosydesk.runtime.tensorrt.builder import _load_timing_cache
+
+    class Flavour:
+        def has_timing_cache(self):
+            return True
+
+    path = tmp_path / "timing.cache"
+    if content is None:
+        (path / "not-a-file").mkdir(parents=True)
+    else:
+        path.write_bytes(content)
+    config = FakeTimingConfig()
+    assert _load_timing_cache(Flavour(), config, path) == b""  # a fresh cache, no exception
+
+
+@pytest.mark.parametrize("content", [b"JUNK" + bytes(range(256)), b"other version", b"", None])
+def test_garbage_runtime_cache_starts_fresh(tmp_path, content):
+    from cosydesk.runtime.tensorrt.runner import load_runtime_cache
+
+    path = tmp_path / "runtime.cache"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    cache = load_runtime_cache(FakeRuntimeConfig(), path)
+    assert cache.data == b""  # a fresh cache (a failed or mismatched deserialize leaves nothing behind)
+    good = tmp_path / "good.cache"
+    good.write_bytes(b"RTC kernels")
+    assert load_runtime_cache(FakeRuntimeConfig(), good).data == b"RTC kernels"
+
+
 def test_validator_rejection_counts_as_corrupt(tmp_path):
     build = CountingBuilder()
     EngineCache(tmp_path).get_or_build(KEY, build)

@@ -168,37 +168,43 @@ class GraphedHift:
         fits = [key for key in self.padded if key[1] == cache_len and key[0] > frames]
         return min(fits) if fits else None
 
-    def _fill(self, b: dict, cache_source, zero_noise: bool) -> None:
-        """A graph's source cache (when it has one) and its draws (zeros, or fresh ones) for this call."""
+    def _fill(self, b: dict, cache_source, zero_noise: bool, generator: torch.Generator | None = None) -> None:
+        """A graph's source cache (when it has one) and its draws (zeros, or fresh ones from ``generator``, a
+        seeded request's, else the global RNG) for this call."""
         if b["cache"].shape[2]:
             b["cache"].copy_(cache_source)
         if zero_noise:
             b["draws"].initial_phase.zero_()
             b["draws"].noise.zero_()
         else:
-            self.hift.redraw(b["draws"])
+            self.hift.redraw(b["draws"], generator)
 
     @torch.inference_mode()
-    def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
+    def inference_with_source(self, mel, cache_source=None, zero_noise=False, generator=None, **kwargs):
+        if kwargs:  # explicit draws: the eager vocoder (a graph only takes its own static draws)
+            self.eager_calls += 1
+            return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise,
+                                                   generator=generator, **kwargs)
         cache_len = 0 if cache_source is None else cache_source.shape[2]
         frames = mel.shape[2]
         key = (frames, cache_len)
         graph = self.graphs.get(key)
-        padded = None if graph is not None or kwargs else self._padded_key(frames, cache_len)
+        padded = None if graph is not None else self._padded_key(frames, cache_len)
         if padded is not None:  # a free-length call (v2's final chunk, any v1 call) below a padded graph's bucket
             b = self.padded[padded]
             copy_padded(b["mel"], mel)
             b["valid"].frames.fill_(frames)
-            self._fill(b, cache_source, zero_noise)
+            self._fill(b, cache_source, zero_noise, generator)
             self.graphs[("padded",) + padded].replay()
             samples = frames * self.hift.samples_per_frame
             return b["speech"][:, :samples].float(), b["source"][:, :, :samples].float()
-        if graph is None or kwargs:  # a length past every bucket, or explicit draws / generator
+        if graph is None:  # a length past every bucket
             self.eager_calls += 1
-            return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise, **kwargs)
+            return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise,
+                                                   generator=generator)
         b = self.bufs[key]
         b["mel"].copy_(mel)
-        self._fill(b, cache_source, zero_noise)
+        self._fill(b, cache_source, zero_noise, generator)
         graph.replay()
         return b["speech"].float(), b["source"].float()  # fresh float32 copies: the buffers are reused
 

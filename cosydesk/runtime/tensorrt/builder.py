@@ -25,6 +25,7 @@ from cosydesk.runtime.tensorrt.flavour import Flavour
 from cosydesk.runtime.tensorrt.onnx_export import ESTIMATOR_INPUTS, HIFT_INPUTS, fp16_sensitive_nodes
 
 log = logging.getLogger(__name__)
+MAX_TIMING_CACHE_BYTES = 256 * 1024 * 1024  # real ones are a few MB; a larger file is not read into memory
 
 Shape = tuple[int, ...]
 ProgressFn = Callable[[str, int, int], None]  # (phase, step done, steps in phase)
@@ -139,13 +140,24 @@ def _parse(flavour: Flavour, network, logger, onnx_path: Path) -> None:
 def _load_timing_cache(flavour: Flavour, config, path: Path | None):
     if path is None or not flavour.has_timing_cache():
         return None
-    blob = path.read_bytes() if path.is_file() else b""
-    cache = config.create_timing_cache(blob)
-    if not config.set_timing_cache(cache, ignore_mismatch=False):
+    try:  # a damaged timing cache only costs build time: never a failed build
+        blob = path.read_bytes() if path.is_file() and path.stat().st_size <= MAX_TIMING_CACHE_BYTES else b""
+        cache = config.create_timing_cache(blob)
+        if config.set_timing_cache(cache, ignore_mismatch=False):
+            return cache
         log.info("timing cache %s does not fit this GPU/version; starting a fresh one", path)
-        cache = config.create_timing_cache(b"")
-        config.set_timing_cache(cache, ignore_mismatch=False)
+    except Exception as error:  # noqa: BLE001 - OSError, or TensorRT rejecting garbage bytes in its own way
+        log.info("timing cache %s is unreadable (%s); starting a fresh one", path, error)
+    cache = config.create_timing_cache(b"")
+    config.set_timing_cache(cache, ignore_mismatch=False)
     return cache
+
+
+def _save_timing_cache(config, path: Path) -> None:
+    try:
+        write_atomically(path, bytes(memoryview(config.get_timing_cache().serialize())))
+    except OSError as error:  # e.g. a directory where the file should be: the built engine is still good
+        log.warning("could not save the timing cache %s (%s)", path, error)
 
 
 def build_engine(
@@ -214,6 +226,6 @@ def build_engine(
     if plan is None:
         raise BuildError(f"{flavour.tag} failed to build an engine from {onnx_path.name} (see TensorRT log)")
     if timing_cache is not None and timing_cache_file is not None:
-        write_atomically(timing_cache_file, bytes(memoryview(config.get_timing_cache().serialize())))
+        _save_timing_cache(config, timing_cache_file)
     return bytes(memoryview(plan))
 

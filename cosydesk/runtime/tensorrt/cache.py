@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ BuildFn = Callable[[ProgressFn | None], bytes]
 ValidateFn = Callable[[bytes], bool]  # True if the plan is usable (e.g. not malformed)
 
 SIDECAR_FORMAT = 1
+MAX_SIDECAR_BYTES = 64 * 1024  # a real sidecar is ~600 bytes; a larger one is garbage, never read into memory
 # Key fields that say *where* an engine can run; a difference there is "foreign", elsewhere "stale".
 PLACE_FIELDS = ("flavour", "trt_version", "gpu")
 
@@ -79,6 +81,15 @@ def sha256_files(paths: Iterable[str | Path]) -> str:
     return digest.hexdigest()
 
 
+def _remove(path: Path) -> None:
+    """Clear a slot's file name, whatever sits there (the names are the cache's own: a directory of that name
+    is garbage; a symlink is removed, never followed)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 class EngineCache:
     """`get_or_build(key, build_fn, progress) -> Path` over a folder of engine slots."""
 
@@ -96,24 +107,30 @@ class EngineCache:
     def state(self, key: EngineKey) -> str:
         """'hit', 'miss', 'corrupt', 'stale' or 'foreign' (see module docstring). Never raises on bad files."""
         plan, sidecar = self.plan_path(key), self.sidecar_path(key)
-        if not plan.is_file() or not sidecar.is_file():
-            return "miss"
         try:
-            meta = json.loads(sidecar.read_text())
-            stored = meta["key"]
-            want_sha, want_size = meta["plan_sha256"], int(meta["plan_bytes"])
-            if meta.get("format") != SIDECAR_FORMAT or not isinstance(stored, dict):
+            if not plan.is_file() or not sidecar.is_file():
+                return "miss"
+            if sidecar.stat().st_size > MAX_SIDECAR_BYTES:
                 return "corrupt"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "corrupt"
+            meta = json.loads(sidecar.read_bytes().decode("utf-8"))
+            stored = meta["key"]
+            want_sha, want_size = meta["plan_sha256"], meta["plan_bytes"]
+            # the types are checked, not converted: int(1e400) overflows, int("9" * 5000) is refused
+            if (meta.get("format") != SIDECAR_FORMAT or not isinstance(stored, dict) or not isinstance(want_sha, str)
+                    or not isinstance(want_size, int) or isinstance(want_size, bool)):
+                return "corrupt"
+        except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError):
+            return "corrupt"  # RecursionError: JSON nested thousands deep
         wanted = key.as_dict()
         if stored != wanted:
             if any(stored.get(f) != wanted[f] for f in PLACE_FIELDS):
                 return "foreign"
             return "stale"
         try:
+            if plan.stat().st_size != want_size:  # before reading: a garbage plan may be any size
+                return "corrupt"
             data = plan.read_bytes()
-        except OSError:
+        except (OSError, MemoryError):
             return "corrupt"
         if len(data) != want_size or hashlib.sha256(data).hexdigest() != want_sha:
             return "corrupt"
@@ -128,7 +145,8 @@ class EngineCache:
     def store(self, key: EngineKey, plan: bytes) -> Path:
         """Write plan + sidecar atomically (plan first; the sidecar makes the entry valid)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self.sidecar_path(key).unlink(missing_ok=True)  # no window where a new plan pairs with an old sidecar
+        _remove(self.sidecar_path(key))  # no window where a new plan pairs with an old sidecar
+        _remove(self.plan_path(key))  # os.replace cannot put a file over a directory left in the slot
         write_atomically(self.plan_path(key), plan, durable=True)
         meta = {
             "format": SIDECAR_FORMAT,
@@ -142,8 +160,8 @@ class EngineCache:
 
     def invalidate(self, key: EngineKey) -> None:
         """Forget a slot, e.g. after the runtime failed to deserialize its plan (next lookup rebuilds)."""
-        self.sidecar_path(key).unlink(missing_ok=True)
-        self.plan_path(key).unlink(missing_ok=True)
+        _remove(self.sidecar_path(key))
+        _remove(self.plan_path(key))
 
     def get_or_build(self, key: EngineKey, build_fn: BuildFn, progress: ProgressFn | None = None) -> Path:
         """Path of a valid plan for key, building (and storing) it unless the slot already holds it."""

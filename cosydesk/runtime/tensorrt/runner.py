@@ -225,6 +225,27 @@ class EngineLoadError(RuntimeError):
     """The plan could not be deserialized (corrupt, foreign, or this GPU is not supported)."""
 
 
+MAX_RUNTIME_CACHE_BYTES = 1024 * 1024 * 1024  # JIT kernels of all shapes: tens of MB; larger is not read
+
+
+def load_runtime_cache(config: Any, path: Path | None) -> Any:
+    """A runtime cache from ``config`` filled from ``path`` when that holds a usable one, else a fresh one.
+    Garbage (unreadable, oversized, or bytes TensorRT rejects by returning False or raising) is a cache miss: it
+    must not make the engine look broken (that would rebuild the engine, and fail again on the same file)."""
+    cache = config.create_runtime_cache()
+    if path is None:
+        return cache
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_RUNTIME_CACHE_BYTES:
+            return cache
+        if cache.deserialize(path.read_bytes()):
+            return cache
+        log.info("runtime cache %s not usable here; starting fresh", path)
+    except Exception as error:  # noqa: BLE001 - OSError, or TensorRT's own exception type for bad bytes
+        log.info("runtime cache %s is unreadable (%s); starting fresh", path, error)
+    return config.create_runtime_cache()  # a failed deserialize may have left the first one half-filled
+
+
 class EngineRunner:
     """A deserialized engine with `n_contexts` contexts sharing one activation area, I/O bound to buffers.
 
@@ -260,11 +281,7 @@ class EngineRunner:
             config = self.engine.create_runtime_config()
             config.set_execution_context_allocation_strategy(strategy)
             if self._runtime_cache is None:
-                self._runtime_cache = config.create_runtime_cache()
-                if self.runtime_cache_path is not None and self.runtime_cache_path.is_file():
-                    blob = self.runtime_cache_path.read_bytes()
-                    if not self._runtime_cache.deserialize(blob):
-                        log.info("runtime cache %s not usable here; starting fresh", self.runtime_cache_path)
+                self._runtime_cache = load_runtime_cache(config, self.runtime_cache_path)
             config.set_runtime_cache(self._runtime_cache)
             context = self.engine.create_execution_context(config)
         else:
@@ -362,11 +379,18 @@ class EngineRunner:
         import tempfile
 
         data = bytes(memoryview(self._runtime_cache.serialize()))
-        self.runtime_cache_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".rtcache.", dir=self.runtime_cache_path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, self.runtime_cache_path)
+        try:
+            self.runtime_cache_path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".rtcache.", dir=self.runtime_cache_path.parent)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, self.runtime_cache_path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except OSError as error:  # a cache that cannot be saved costs the next start its JIT time, nothing more
+            log.warning("could not save the runtime cache %s (%s)", self.runtime_cache_path, error)
 
     def close(self) -> None:
         for slot in self.slots.values():
