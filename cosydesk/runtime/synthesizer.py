@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
 import threading
 import unicodedata
@@ -31,6 +32,7 @@ from cosydesk.runtime.errors import (
     UnknownSpeakerError,
     UnsupportedModeError,
 )
+from cosydesk.frontend.segments import Segment
 from cosydesk.runtime.options import EngineOptions, using
 from cosydesk.runtime.output_check import check_audio_chunk
 from cosydesk.runtime.styles import StylePreset, is_instruct_model, presets_for, resolve_instruct
@@ -56,6 +58,19 @@ def _all_finite(value) -> bool:
     import torch
 
     return not (isinstance(value, torch.Tensor) and value.is_floating_point()) or bool(torch.isfinite(value).all())
+
+
+def _with_last(items: Iterator[Segment]) -> Iterator[tuple[Segment, bool]]:
+    """(item, is_last) pairs, looking one item ahead (the segments are produced lazily)."""
+    iterator = iter(items)
+    try:
+        current = next(iterator)
+    except StopIteration:
+        return
+    for following in iterator:
+        yield current, False
+        current = following
+    yield current, True
 
 
 def resolve_device(device: str) -> str:
@@ -200,19 +215,36 @@ class Synthesizer:
         return torch.tensor([self.encode(text)], dtype=torch.int32)
 
     def sentences(self, text: str) -> list[str]:
-        from cosydesk.frontend.text import detect_lang, is_only_punctuation, normalize, split_sentences
+        """Every synthesis segment of ``text`` (normalised); ``segments`` yields them lazily with their spans."""
+        return [segment.text for segment in self.segments(text)]
+
+    def segments(self, text: str) -> Iterator[Segment]:
+        """The synthesis segments of ``text``, normalised one at a time (a 100,000-character text starts as fast
+        as one sentence), each with its span in ``text``. Empty and unpronounceable texts raise EmptyTextError:
+        the cheap checks at once, "nothing pronounceable after normalisation" when the text turns out so."""
+        from cosydesk.frontend.text import is_only_punctuation
 
         if text is None or not text.strip():
             raise EmptyTextError("the text is empty: type something to say")
-        cleaned = "".join(ch for ch in text if _pronounceable_char(ch))
+        kept = [i for i, ch in enumerate(text) if _pronounceable_char(ch)]
+        cleaned = "".join(text[i] for i in kept)
         if is_only_punctuation(re.sub(r"\s+", "", cleaned)):
             raise EmptyTextError("the text holds only punctuation, symbols or emoji: there is nothing to pronounce")
-        normalised = normalize(cleaned, self.version)
-        parts = [p for p in split_sentences(normalised, self.encode, detect_lang(normalised)) if p.strip()]
-        parts = [p for p in parts if not is_only_punctuation(re.sub(r"\s+", "", p))]
-        if not parts:
+        return self._pronounceable_segments(cleaned, kept)
+
+    def _pronounceable_segments(self, cleaned: str, kept: list[int]) -> Iterator[Segment]:
+        from cosydesk.frontend.segments import iter_segments
+        from cosydesk.frontend.text import is_only_punctuation
+
+        found = False
+        for segment in iter_segments(cleaned, self.version, self.encode):
+            if not segment.text.strip() or is_only_punctuation(re.sub(r"\s+", "", segment.text)):
+                continue
+            found = True
+            # spans into the caller's text, not the cleaned copy (control characters were dropped)
+            yield Segment(segment.text, kept[segment.start], kept[segment.end - 1] + 1)
+        if not found:
             raise EmptyTextError("the text holds nothing pronounceable after normalisation")
-        return parts
 
     def notices(self, request: Request) -> list[str]:
         """Advice about a request that will still be synthesised (shown by the CLI and the app)."""
@@ -384,7 +416,9 @@ class Synthesizer:
             raise SynthesisError("stream() takes a cosydesk.runtime.Request")
         if not (0.5 <= request.speed <= 2.0):
             raise SynthesisError(f"speed {request.speed} is outside 0.5-2.0")
-        sentences = self.sentences(request.text)
+        segments = self.segments(request.text)
+        first = next(segments)  # text errors before voice errors, as before; the rest is normalised as needed
+        sentences = _with_last(itertools.chain([first], segments))
         instruct = request.instruct.strip() if request.instruct and request.instruct.strip() else None
         voice = self._voice_inputs(request, instruct)
         token_source = self._token_source(request)
@@ -394,9 +428,9 @@ class Synthesizer:
         index = 0
         with self._lock:
             try:
-                for s_index, sentence in enumerate(sentences):
+                for s_index, (segment, last_sentence) in enumerate(sentences):
+                    sentence = segment.text
                     inputs = self._sentence_inputs(sentence, voice)
-                    last_sentence = s_index == len(sentences) - 1
                     # the request's first chunk is its first audio: it gets the device to itself (the LLM waits
                     # for it; measured on the H200, 92 -> 77 ms). Later sentences play behind earlier ones, so
                     # their LLM keeps running (the hold costs throughput, RTF 0.049 -> 0.057 per sentence).
@@ -410,7 +444,8 @@ class Synthesizer:
                             pcm = np.concatenate([pcm, pause])
                         timings = {"submit": submit, **result.timings, "ready": time.perf_counter()}
                         yield AudioChunk(pcm=pcm, sample_rate=self.sample_rate, index=index, final=result.final and last_sentence,
-                                         sentence_index=s_index, timings=timings)
+                                         sentence_index=s_index, span=(segment.start, segment.end),
+                                         timings=timings)
                         index += 1
             except Cancelled:
                 return

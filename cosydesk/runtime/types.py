@@ -31,6 +31,7 @@ class AudioChunk:
     """A piece of synthesised audio, ready to play.
 
     timings: perf_counter seconds of submit, first_token, flow_done, vocoder_done, ready.
+    span: [start, end) of the request's text that the chunk's sentence was made from (None where unknown).
     """
 
     pcm: np.ndarray
@@ -38,6 +39,7 @@ class AudioChunk:
     index: int
     final: bool
     sentence_index: int = 0
+    span: tuple[int, int] | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -209,3 +209,36 @@ def test_warmup_progress_moves_the_load_bar_per_captured_graph():
     assert seen[-1] == ("Warming up (1/2)", 0.5)
     report(3, 10, "building engine: tactics")  # TensorRT's free-text stages keep their words
     assert seen[-1][0] == "building engine: tactics (3/10)"
+
+
+def test_a_long_text_streams_after_normalising_only_its_start(tiny_v2_dir, monkeypatch):
+    """100,000 characters: the first chunk comes after normalising a few pieces, not the whole text; every
+    chunk says which part of the text it speaks."""
+    import cosydesk.frontend.segments as segments
+    from cosydesk.runtime import Request, Synthesizer
+
+    normalised = []
+    real = segments.normalize_piece
+    monkeypatch.setattr(segments, "normalize_piece",
+                        lambda text, *args, **kwargs: normalised.append(len(text)) or real(text, *args, **kwargs))
+    synth = Synthesizer(tiny_v2_dir, device="cpu")
+    text = "第一句话在这里。" + "这是一个很长的中文段落，里面有很多句子。" * 5000
+    cancel = threading.Event()
+    stream = synth.stream(Request(text, speaker=synth.speakers()[0], seed=1), cancel=cancel)
+    first = next(stream)
+    assert sum(normalised) < 1000 and len(text) > 100_000 - 10
+    assert first.span is not None and first.span[0] == 0 and text[first.span[0]:first.span[1]].startswith("第一句话")
+    cancel.set()
+    list(stream)
+
+
+def test_chunk_spans_point_into_the_request_text(tiny_v2_dir):
+    from cosydesk.runtime import Request, Synthesizer
+
+    synth = Synthesizer(tiny_v2_dir, device="cpu")
+    text = "\x07你好。" + "今天天气很好，我们一起去公园散步吧，那里有很多花。" * 4 + "再见！"
+    chunks = list(synth.stream(Request(text, speaker=synth.speakers()[0], seed=1)))
+    spans = sorted({c.span for c in chunks})
+    assert spans[0][0] == 1  # the bell character was dropped, the span still counts it
+    assert spans[-1][1] == len(text) and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert [c.sentence_index for c in chunks] == sorted(c.sentence_index for c in chunks)
