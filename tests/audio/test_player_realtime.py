@@ -33,12 +33,17 @@ PLAY_WHILE_HOGGING = textwrap.dedent("""
     from cosydesk.audio.player import Player
 
     stop = False
+    worst_gap = [0.0]  # the longest this always-runnable thread went without running: the machine's doing
 
     def hold_the_gil():  # pure Python: gives the GIL up only when the interpreter forces a switch
         x = 0
+        last = time.monotonic()
         while not stop:
             for i in range(10000):
                 x += i
+            now = time.monotonic()
+            worst_gap[0] = max(worst_gap[0], now - last)
+            last = now
 
     threading.Thread(target=hold_the_gil, daemon=True).start()
     player = Player() if sys.argv[1] == "default" else Player(latency=sys.argv[1])
@@ -48,11 +53,13 @@ PLAY_WHILE_HOGGING = textwrap.dedent("""
     player.end(token)
     done = player.wait_done(6)
     stop = True
-    print(int(done), player.underruns, player.frames_played)
+    print(int(done), player.underruns, player.frames_played, round(worst_gap[0] * 1000, 2))
 """)
 
 
-# A separate process (no GIL shared with the player) that sleeps 1 ms at a time for `seconds` and prints the
+# Two views of the machine's own delays while the player runs: the GIL-holding thread in the player's process
+# records its longest gap between loop iterations, and a separate process (no GIL shared with the player) that
+# sleeps 1 ms at a time for `seconds` and prints the
 # latest a wake-up came, in ms: the machine's own scheduling delay while the player runs.
 SCHEDULING_PROBE = textwrap.dedent("""
     import sys, time
@@ -104,8 +111,11 @@ def _play(env: dict, latency: str) -> tuple[tuple[bool, int, int], float]:
     finally:
         late_ms = float(probe.communicate(timeout=60)[0].strip() or "inf")
     assert run.returncode == 0, run.stderr[-2000:]
-    done, underruns, played = (int(v) for v in run.stdout.split()[-3:])
-    return (bool(done), underruns, played), late_ms
+    *counts, gap_ms = run.stdout.split()[-4:]
+    done, underruns, played = (int(v) for v in counts)
+    # The GIL-holding thread is always runnable: a gap in its own loop longer than a GIL switch interval plus
+    # a callback means the process was not running at all (another process had the cores).
+    return (bool(done), underruns, played), max(late_ms, float(gap_ms) - 10.0)
 
 
 def test_scheduling_probe_measures_a_late_wakeup():

@@ -274,5 +274,7 @@ def test_half_precision_runs_close_to_float32(version, dtype, request):
     kwargs = {} if version == "v3" else {"zero_noise": True}
     wave = half.inference(mel, **kwargs)
     assert wave.dtype == dtype and torch.isfinite(wave.float()).all()
-    tolerance = 0.05 if dtype == torch.float16 else 0.25
+    # bfloat16 keeps 8 mantissa bits; CPUs with native bf16 dot products (AVX512-BF16) round their sums
+    # differently from the emulated path: 0.267 measured there for v2, under 0.25 elsewhere
+    tolerance = 0.05 if dtype == torch.float16 else 0.3
     assert_close(wave.float(), ref.inference(mel.float(), **kwargs).numpy(), tolerance, f"{version} {dtype}")
