@@ -32,11 +32,10 @@ from torch import nn
 
 from cosydesk.model import dit_stream, encoder_stream, unet_stream
 from cosydesk.model.cfm import FlowMatchingSampler
-from cosydesk.model.stream_cache import FrameCache
+from cosydesk.model.stream_cache import FrameCache, grown_capacity
 from cosydesk.model.transformer import PreLookaheadLayer
 
 DEFAULT_MAX_BYTES = 2 << 30  # per request; beyond it the request falls back to recomputing
-GROWTH_SLACK = 1.5  # KVStore grows by 1.5x: what a state may hold beyond its frames' bytes
 
 
 @dataclass(frozen=True)
@@ -119,6 +118,12 @@ class FlowStreamState:
         caches = self.steps + [self.tokens_cache, self.frames_cache]
         mel = 0 if self.mel is None else self.mel.numel() * self.mel.element_size()
         return sum(c.nbytes() for c in caches) + mel
+
+    def bytes_after(self, total_frames: int) -> int:
+        """What the key/value stores will have allocated after a call over ``total_frames`` frames."""
+        stores = self.steps[0].stores
+        capacity = stores[0].capacity() if stores else 0
+        return self.bytes_per_frame * grown_capacity(capacity, total_frames)
 
     def release(self) -> None:
         """Free every cached tensor (the request goes on by recomputing)."""
@@ -212,7 +217,7 @@ def incremental_inference(
     first = state.committed_tokens
     if main < first:
         raise ValueError(f"streaming call with {main} tokens after one that committed {first}")
-    if state.released or state.bytes_per_frame * total * GROWTH_SLACK > state.max_bytes:
+    if state.released or state.bytes_after(total) > state.max_bytes:
         state.release()
         state.finished = finalize
         state.calls.append(StreamCall(total, total, incremental=False))

@@ -22,6 +22,12 @@ from collections.abc import Callable
 import torch
 
 
+def grown_capacity(capacity: int, needed: int) -> int:
+    """Capacity of a store holding ``capacity`` entries once it must hold ``needed``: unchanged while they fit,
+    else at least 1.5x (amortised copies without doubling the memory a long sentence holds)."""
+    return capacity if needed <= capacity else max(needed, (3 * capacity) // 2)
+
+
 class KVStore:
     """Keys and values [B, H, capacity, d] of one attention layer; grown by 1.5x, truncated on commit."""
 
@@ -34,8 +40,7 @@ class KVStore:
         """Append [B, H, n, d] keys/values; return every key/value so far [B, H, length, d]."""
         end = self.length + keys.size(2)
         if self.keys is None or end > self.keys.size(2):
-            # 1.5x growth: amortised copies without doubling the memory a long sentence holds
-            capacity = max(end, (3 * (0 if self.keys is None else self.keys.size(2))) // 2)
+            capacity = grown_capacity(self.capacity(), end)
             grown_k = keys.new_empty(keys.shape[:2] + (capacity, keys.size(3)))
             grown_v = values.new_empty(values.shape[:2] + (capacity, values.size(3)))
             if self.keys is not None:
@@ -46,6 +51,9 @@ class KVStore:
         self.values[:, :, self.length : end] = values
         self.length = end
         return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def capacity(self) -> int:
+        return 0 if self.keys is None else self.keys.size(2)
 
     def truncate(self, length: int) -> None:
         """Forget the entries from ``length`` on (frames the next call recomputes)."""
