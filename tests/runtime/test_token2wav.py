@@ -178,3 +178,25 @@ def test_e2e_stream_runs_the_incremental_flow(version):
         assert_close(mels[i], mels[3 + i], 1e-5, f"{version} incremental vs recompute flow mel {i}")
     assert_close(np.concatenate(chunks)[None], golden["e2e_stream_wave"], WAVE_ATOL_E2E, f"{version} stream wave")
     assert_close(np.concatenate(chunks), np.concatenate(recompute_chunks), WAVE_ATOL_E2E, f"{version} wave vs recompute")
+
+
+def test_backend_wired_flows_keep_the_recompute_path():
+    """The cudagraph backend's pieces (its graphed sampler; its fused attention blocks) make stream_state() decline,
+    so Token2Wav keeps calling flow.inference without a state, as those backends expect."""
+    import copy
+    import dataclasses
+
+    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention
+
+    golden = load_golden("v2")
+    inputs = _e2e_inputs(golden)
+    model = _model("v2")
+    graphed, fused = copy.deepcopy(model.flow), copy.deepcopy(model.flow)
+    graphed.decoder = GraphedSampler(graphed.decoder, [128], (False, True))
+    fuse_estimator_attention(fused.decoder.estimator)
+    for flow in (graphed, fused):
+        wired = dataclasses.replace(model, flow=flow)
+        state = Token2Wav(wired, inputs["prompt_token"], inputs["prompt_feat"], inputs["embedding"], streaming=True)
+        assert flow.stream_state() is None and state.flow_stream is None
+    assert Token2Wav(model, inputs["prompt_token"], inputs["prompt_feat"], inputs["embedding"]).flow_stream is not None
