@@ -355,7 +355,8 @@ class CausalMaskedDiffWithXvec(_TokenFlowBase):
         """Generated mel [1, 80, T_gen]. ``noise`` overrides the fixed table (for tests); ``flow_cache`` and
         ``generator`` are unused in v2 (accepted for a uniform interface). ``stream_state`` (from `stream_state`,
         streaming calls only): the same mel, computing only the frames the request's earlier calls did not."""
-        mel = flow_stream.serve(self, stream_state, streaming, finalize, token, prompt_token, prompt_feat, embedding, noise)
+        mel = flow_stream.serve(self, stream_state, streaming, finalize, token, prompt_token, prompt_feat, embedding,
+                                noise)
         if mel is not None:
             return mel
         c = self.condition(token, token_len, prompt_token, prompt_token_len, prompt_feat, prompt_feat_len, embedding,

@@ -143,7 +143,8 @@ class CausalMaskedDiffWithDiT(nn.Module):
         """
         if token.shape[0] != 1:
             raise ValueError("CausalMaskedDiffWithDiT.inference takes one utterance (batch 1)")
-        mel = flow_stream.serve(self, stream_state, streaming, finalize, token, prompt_token, prompt_feat, embedding, noise)
+        mel = flow_stream.serve(self, stream_state, streaming, finalize, token, prompt_token, prompt_feat, embedding,
+                                noise)
         if mel is not None:
             return mel
         mu, mask, spks, cond = self.decoder_inputs(

@@ -58,7 +58,8 @@ def _resnet(block: ResnetBlock1D, x: torch.Tensor, time_emb: torch.Tensor, cache
     return _conv_norm_mish(block.block2, hidden, cache) + block.res_conv(x)
 
 
-def _transformer(block: BasicTransformerBlock, x: torch.Tensor, allowed: torch.Tensor, cache: FrameCache) -> torch.Tensor:
+def _transformer(block: BasicTransformerBlock, x: torch.Tensor, allowed: torch.Tensor,
+                 cache: FrameCache) -> torch.Tensor:
     """x [B, n, C] (new frames); allowed bool [n, K] over all keys so far."""
     attn = block.attn1
     batch, frames, _ = x.shape

@@ -8,7 +8,9 @@ non-final call: wall time of the incremental call (in sequence, one state per re
 call on the same tokens, the frames each ran the estimator on, and max |incremental - recompute| of the mel.
 The final call (full attention) recomputes in both modes and is timed once per repetition. Times are the minimum
 over ``--repeats`` repetitions (the machine may be shared); a first, untimed pass counts each call's floating-point
-operations with torch's FlopCounterMode (matmuls, convolutions, attention: a machine-independent work measure).
+operations with torch's FlopCounterMode (matmuls and convolutions: a machine-independent work measure; it does
+not see the CPU attention kernel, so the estimator's attention products, 4 * queries * keys * width per layer, CFG
+row and step, are counted separately from the shapes).
 Independent of ``cosydesk bench``: flow only.
 """
 
@@ -68,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
                              embedding, streaming=streaming, finalize=finalize, stream_state=state)
         return mel, time.perf_counter() - start
 
+    # summed q/k/v width of the estimator's attention layers (U-Net SelfAttention / DiT Attention)
+    attention_width = sum(m.heads * m.dim_head for m in flow.estimator.modules() if hasattr(m, "dim_head"))
+
+    def attention_gflop(queries: int, keys: int) -> float:
+        return flow.decoder.n_steps * 2 * 4 * queries * keys * attention_width / 1e9
+
     def flops(end: int, streaming: bool, finalize: bool, state=None) -> int:
         with FlopCounterMode(display=False) as counter:
             run(end, streaming, finalize, state)
@@ -79,16 +87,22 @@ def main(argv: list[str] | None = None) -> int:
         state = flow.stream_state()
         for row, call in zip(rows, calls):
             if call.finalize:
+                frames = 2 * (args.prompt + call.end)
                 row["recompute_gflop"] = row["incremental_gflop"] = flops(call.end, False, True) / 1e9
+                row["recompute_attention_gflop"] = row["incremental_attention_gflop"] = attention_gflop(frames, frames)
             else:
                 row["incremental_gflop"] = flops(call.end, True, False, state) / 1e9
+                record = state.calls[-1]
+                row["incremental_attention_gflop"] = attention_gflop(record.computed_frames, record.total_frames)
                 row["recompute_gflop"] = flops(call.end, True, False) / 1e9
+                row["recompute_attention_gflop"] = attention_gflop(record.total_frames, record.total_frames)
         for _ in range(args.repeats):
             state = flow.stream_state()
             for row, call in zip(rows, calls):
                 if call.finalize:
                     _, seconds = run(call.end, streaming=False, finalize=True)
-                    row.update(total_frames=2 * (args.prompt + call.end), computed_incremental=2 * (args.prompt + call.end))
+                    frames = 2 * (args.prompt + call.end)
+                    row.update(total_frames=frames, computed_incremental=frames)
                     row["incremental_s"] = row["recompute_s"] = min(row["recompute_s"], seconds)
                     continue
                 mel, seconds = run(call.end, streaming=True, finalize=False, state=state)
@@ -108,16 +122,19 @@ def main(argv: list[str] | None = None) -> int:
         threads=args.threads, repeats=args.repeats, cpu=platform.processor() or platform.machine(),
         cpu_count=os.cpu_count(), load_average=os.getloadavg(), torch=torch.__version__, calls=rows,
     )
-    print(f"{args.version} {args.sizes} flow ({result['flow_parameters'] / 1e6:.1f} M parameters), prompt {args.prompt} "
+    print(f"{args.version} {args.sizes} flow ({result['flow_parameters'] / 1e6:.1f} M parameters), "
+          f"prompt {args.prompt} "
           f"tokens, {args.threads} threads, min of {args.repeats}; load average {os.getloadavg()[0]:.1f}")
-    print("| call tokens | frames | computed (incr.) | GFLOP recompute | GFLOP incr. | recompute s | incremental s "
-          "| speed-up | max diff | state MB |")
+    print("| call tokens | frames | computed (incr.) | GFLOP recompute (+attn) | GFLOP incr. (+attn) | recompute s "
+          "| incremental s | speed-up | max diff | state MB |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         kind = " (final, full attention)" if row["final"] else ""
         print(f"| {row['tokens']}{kind} | {row['total_frames']} | {row['computed_incremental']} | "
-              f"{row['recompute_gflop']:.1f} | {row['incremental_gflop']:.1f} | "
-              f"{row['recompute_s']:.2f} | {row['incremental_s']:.2f} | {row['recompute_s'] / row['incremental_s']:.1f}x | "
+              f"{row['recompute_gflop']:.1f} (+{row['recompute_attention_gflop']:.1f}) | "
+              f"{row['incremental_gflop']:.1f} (+{row['incremental_attention_gflop']:.1f}) | "
+              f"{row['recompute_s']:.2f} | {row['incremental_s']:.2f} | "
+              f"{row['recompute_s'] / row['incremental_s']:.1f}x | "
               f"{row.get('max_abs_diff', 0):.2g} | {row.get('state_mb', '-')} |")
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
