@@ -6,12 +6,14 @@ zeroed; v = (1 + cfg) * v_cond - cfg * v_uncond with cfg = 0.7. The estimator is
 ``estimator(x, mask, mu, t, spks, cond, streaming=...)`` on [2, 80, T] tensors and returns [2, 80, T].
 
 The starting noise is the caller's business (v1 draws it per call, v2/v3 slice a fixed buffer), so the
-sampler is deterministic given ``z``. Pure math: no caches, no graphs.
+sampler is deterministic given ``z``. Pure math: no caches, no graphs (the incremental streaming flow,
+``flow_stream``, passes its own per-step estimator callables through ``estimator=``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -52,15 +54,17 @@ class FlowMatchingSampler(nn.Module):
         spks: torch.Tensor,
         cond: torch.Tensor,
         streaming: bool = False,
+        estimator: Callable[..., torch.Tensor] | None = None,
     ) -> torch.Tensor:
-        """One CFG estimator evaluation: x/mu/cond [1,80,T], mask [1,1,T], t scalar tensor, spks [1,80]."""
+        """One CFG estimator evaluation: x/mu/cond [1,80,T], mask [1,1,T], t scalar tensor, spks [1,80].
+        ``estimator``: called instead of ``self.estimator`` with the same arguments (None: the module)."""
         x_in = torch.cat([x, x], dim=0)
         mask_in = torch.cat([mask, mask], dim=0)
         mu_in = torch.cat([mu, torch.zeros_like(mu)], dim=0)
         t_in = t.reshape(1).expand(2).to(x.dtype)
         spks_in = torch.cat([spks, torch.zeros_like(spks)], dim=0)
         cond_in = torch.cat([cond, torch.zeros_like(cond)], dim=0)
-        both = self.estimator(x_in, mask_in, mu_in, t_in, spks_in, cond_in, streaming=streaming)
+        both = (self.estimator if estimator is None else estimator)(x_in, mask_in, mu_in, t_in, spks_in, cond_in, streaming=streaming)
         v_cond, v_uncond = both[:1], both[1:]
         cfg = self.inference_cfg_rate
         return (1.0 + cfg) * v_cond - cfg * v_uncond
@@ -75,11 +79,14 @@ class FlowMatchingSampler(nn.Module):
         streaming: bool = False,
     ) -> torch.Tensor:
         """Integrate from noise ``z`` [1,80,T] at t=0 to the mel at t=1."""
+        return self.integrate(z, lambda x, t, step: self.guided_velocity(x, mask, mu, t, spks, cond, streaming=streaming))
+
+    def integrate(self, z: torch.Tensor, velocity: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
+        """The Euler loop on the cosine grid: x += dt * velocity(x, t, step), from z at t=0 to t=1."""
         grid = cosine_time_grid(self.n_steps, device=z.device, dtype=torch.float32)
         x = z
         for step in range(self.n_steps):
             t = grid[step]
             dt = grid[step + 1] - grid[step]
-            velocity = self.guided_velocity(x, mask, mu, t, spks, cond, streaming=streaming)
-            x = x + dt.to(x.dtype) * velocity
+            x = x + dt.to(x.dtype) * velocity(x, t, step)
         return x

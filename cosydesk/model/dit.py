@@ -122,9 +122,10 @@ class RotaryTable(nn.Module):
     def rotary_dim(self) -> int:
         return 2 * self.inv_freq.shape[0]
 
-    def forward(self, n_frames: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin of pos * inv_freq[i], each [T, rotary_dim/2], fp32. Positions are 0..T-1 whatever the mask."""
-        positions = torch.arange(n_frames, device=device, dtype=torch.float32)
+    def forward(self, n_frames: int, device: torch.device, start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of pos * inv_freq[i], each [T, rotary_dim/2], fp32. Positions are start..start+T-1 (0.. in a
+        whole-utterance forward, whatever the mask; later positions for the new frames of a streaming call)."""
+        positions = torch.arange(start, start + n_frames, device=device, dtype=torch.float32)
         angles = positions[:, None] * self.inv_freq.float()[None, :]
         return angles.cos(), angles.sin()
 

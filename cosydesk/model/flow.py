@@ -17,7 +17,8 @@ once at construction from seed 0 (private generator: the global RNG is left unto
 
 The state-dict layout is the official one (``input_embedding``, ``spk_embed_affine_layer``, ``encoder.*``,
 ``encoder_proj``, ``decoder.estimator.*``, v1 also ``length_regulator.*``). This module is pure torch math:
-no threads, no device-specific tricks; the estimator is reachable as ``flow.estimator``.
+no threads, no device-specific tricks; the estimator is reachable as ``flow.estimator``. v2 streaming calls may
+pass a per-request ``stream_state`` (``flow_stream``) to compute only the frames earlier calls did not.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cosydesk.model import flow_stream
 from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.config import Node
 from cosydesk.model.length_regulator import InterpolateRegulator, frames_for_tokens
@@ -348,9 +350,15 @@ class CausalMaskedDiffWithXvec(_TokenFlowBase):
         noise: torch.Tensor | None = None,
         flow_cache: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
+        stream_state: flow_stream.FlowStreamState | None = None,
     ) -> torch.Tensor:
         """Generated mel [1, 80, T_gen]. ``noise`` overrides the fixed table (for tests); ``flow_cache`` and
-        ``generator`` are unused in v2 (accepted for a uniform interface)."""
+        ``generator`` are unused in v2 (accepted for a uniform interface). ``stream_state`` (from `stream_state`,
+        streaming calls only): the same mel, computing only the frames the request's earlier calls did not."""
+        mel = flow_stream.serve(self, stream_state, streaming, finalize, token, prompt_token, prompt_feat, embedding,
+                                noise)
+        if mel is not None:
+            return mel
         c = self.condition(token, token_len, prompt_token, prompt_token_len, prompt_feat, prompt_feat_len, embedding,
                            streaming=streaming, finalize=finalize)
         z = start_noise(self.rand_noise, noise, c.mu)
@@ -360,6 +368,11 @@ class CausalMaskedDiffWithXvec(_TokenFlowBase):
     def inference_with_cache(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, None]:
         """Uniform interface with v1: (mel, None) - v2 carries no flow cache."""
         return self.inference(*args, **kwargs), None
+
+    def stream_state(self, max_bytes: int = flow_stream.DEFAULT_MAX_BYTES) -> flow_stream.FlowStreamState | None:
+        """A fresh per-request state for incremental streaming calls, or None when this flow as wired now (e.g. a
+        backend swapped in graphs or engines) cannot run them: `flow_stream.why_not_incremental` says why."""
+        return flow_stream.new_state(self, max_bytes)
 
 
 FLOW_CLASSES = ("MaskedDiffWithXvec", "CausalMaskedDiffWithXvec", "CausalMaskedDiffWithDiT")

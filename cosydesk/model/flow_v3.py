@@ -10,8 +10,9 @@ Official behaviour (`CausalMaskedDiffWithDiT.inference`, pinned by the v3-tiny f
 
 There is no encoder in v3. The noise tensor comes from a private torch.Generator, so building this
 module leaves the global RNG untouched, and it is a non-persistent buffer (not part of flow.pt, but it
-follows `.to()`). What this module must not do: threads, caches, CUDA-specific tricks, host syncs in the
-math (token/prompt lengths are only used as tensors).
+follows `.to()`). What this module must not do: threads, hidden caches, CUDA-specific tricks, host syncs in the
+math (token/prompt lengths are only used as tensors). Streaming calls may pass a per-request ``stream_state``
+(``flow_stream``, explicit state) to compute only the frames earlier calls did not.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from cosydesk.model import flow_stream
 from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.config import Node
 from cosydesk.model.dit import DiT
@@ -128,6 +130,7 @@ class CausalMaskedDiffWithDiT(nn.Module):
         noise: torch.Tensor | None = None,
         flow_cache: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
+        stream_state: flow_stream.FlowStreamState | None = None,
     ) -> torch.Tensor:
         """Generated mel [1, 80, T_gen] (float32), prompt frames removed.
 
@@ -135,9 +138,15 @@ class CausalMaskedDiffWithDiT(nn.Module):
         noise: optional replacement for the fixed noise (at least T columns).
         prompt_feat_len is accepted for the official signature; the prompt length is prompt_feat.shape[1].
         flow_cache and generator are unused in v3 (accepted for the interface shared with the v1/v2 flows).
+        stream_state (from `stream_state`, streaming calls only): the same mel, computing only the frames the
+        request's earlier calls did not.
         """
         if token.shape[0] != 1:
             raise ValueError("CausalMaskedDiffWithDiT.inference takes one utterance (batch 1)")
+        mel = flow_stream.serve(self, stream_state, streaming, finalize, token, prompt_token, prompt_feat, embedding,
+                                noise)
+        if mel is not None:
+            return mel
         mu, mask, spks, cond = self.decoder_inputs(
             token, token_len, prompt_token, prompt_token_len, prompt_feat, embedding, finalize=finalize
         )
@@ -148,3 +157,8 @@ class CausalMaskedDiffWithDiT(nn.Module):
     def inference_with_cache(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, None]:
         """Uniform interface with the v1 flow: (mel, None) - v3 carries no flow cache."""
         return self.inference(*args, **kwargs), None
+
+    def stream_state(self, max_bytes: int = flow_stream.DEFAULT_MAX_BYTES) -> flow_stream.FlowStreamState | None:
+        """A fresh per-request state for incremental streaming calls, or None when this flow as wired now cannot
+        run them (`flow_stream.why_not_incremental` says why)."""
+        return flow_stream.new_state(self, max_bytes)

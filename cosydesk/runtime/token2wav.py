@@ -5,11 +5,13 @@ accumulated mel); it is created per sentence and dropped afterwards, so nothing 
 
 Per version (official behaviour, reproduced bit-for-bit by the fixtures' e2e cases):
 - v2: flow over all tokens so far (chunked attention while streaming; the final call uses full attention),
-  new mel from ``token_offset * 2``; HiFT prepends the last 8 mel frames and reuses the last 3840 source
+  new mel from ``token_offset * 2``; non-final calls run incrementally (``model.flow_stream``: only the new
+  frames are computed, same mel) when the flow offers ``stream_state()`` and returns a state for its current
+  wiring (the GPU backends' graphed/engine flows do not, and recompute); HiFT prepends the last 8 mel frames and reuses the last 3840 source
   samples of the previous call; the last 3840 output samples are held back and cross-faded (Hamming 7680).
 - v1: flow over a 120-token window with the flow's z/mu cache; 34 mel frames of overlap cross-faded in
   log-mel (Hamming 68); HiFT mel cache 20 frames, source cache 5120 samples, speech fade Hamming 10240.
-- v3: flow as v2; officially the causal HiFT re-vocodes the whole accumulated mel and returns only new samples;
+- v3: flow as v2 (incremental likewise); officially the causal HiFT re-vocodes the whole accumulated mel and returns only new samples;
   ``_v3`` gives the same samples while vocoding a bounded window per chunk (``model.hift_stream``).
 """
 
@@ -64,7 +66,9 @@ class Token2Wav:
         speed: float = 1.0,
         streaming: bool = True,
         generator: torch.Generator | None = None,
+        incremental: bool = True,
     ):
+        """``incremental=False`` recomputes every flow call (the official way; for comparisons)."""
         self.model = model
         self.version = model.version
         device = model.device
@@ -91,6 +95,13 @@ class Token2Wav:
         self.hift_cache: dict[str, torch.Tensor] | None = None
         self.v3_stream: CausalHiFTStream | None = None  # v3 vocoder state (bounded-work streaming)
         self.timings: dict[str, float] = {}  # perf_counter of flow_done / vocoder_done for the last call
+        # per-request incremental flow state (None: every call recomputes); dropped before the final call
+        self.flow_stream = self._new_flow_stream() if streaming and incremental and self.version != "v1" else None
+        self.flow_calls: list[dict[str, int | bool]] = []  # per flow call: frames in total / computed, incremental
+
+    def _new_flow_stream(self):
+        make = getattr(self.model.flow, "stream_state", None)
+        return make() if callable(make) else None
 
     # -- flow -------------------------------------------------------------------------------------------
     def _flow(self, tokens: torch.Tensor, streaming: bool, finalize: bool) -> torch.Tensor:
@@ -107,8 +118,26 @@ class Token2Wav:
         )
         if self.version == "v1":
             mel, self.flow_cache = flow.inference_with_cache(**args, flow_cache=self.flow_cache, generator=self.generator)
-            return mel
-        return flow.inference(**args, streaming=streaming, finalize=finalize)
+            return self._log_call(mel)
+        state = self.flow_stream if streaming else None
+        if finalize:
+            self.flow_stream = None  # the full-attention final call recomputes: free the cache first
+        if state is None:
+            return self._log_call(flow.inference(**args, streaming=streaming, finalize=finalize))
+        calls_before = len(state.calls)
+        mel = flow.inference(**args, streaming=streaming, finalize=finalize, stream_state=state)
+        return self._log_call(mel, state.calls[-1] if len(state.calls) > calls_before else None)
+
+    def _log_call(self, mel: torch.Tensor, record=None) -> torch.Tensor:
+        """Append the call's frame counts to ``flow_calls`` (a recompute computes every frame)."""
+        if record is None:
+            total = mel.shape[2] + self.prompt_feat.shape[1]
+            entry = {"total_frames": total, "computed_frames": total, "incremental": False}
+        else:
+            entry = {"total_frames": record.total_frames, "computed_frames": record.computed_frames,
+                     "incremental": record.incremental}
+        self.flow_calls.append(entry)
+        return mel
 
     # -- hift -------------------------------------------------------------------------------------------
     def _hift(self, mel: torch.Tensor, cache_source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,6 +11,7 @@ import torch
 from cosydesk.model import load
 from cosydesk.runtime import stream_token2wav
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
+from cosydesk.runtime.token2wav import Token2Wav
 from tests.conftest import assert_close, fixture_dir, golden_meta, load_golden
 
 
@@ -23,7 +24,8 @@ def _model(version):
 
 
 def _capture_flow(model):
-    """Record every flow mel the official-style path computes (before the token_offset slice)."""
+    """Record every flow mel the official-style path computes (before the token_offset slice), incremental
+    calls included (they go through flow.inference with a stream_state)."""
     mels = []
     original = model.flow.inference
 
@@ -133,3 +135,68 @@ def test_v1_streaming_flow_calls_with_cache():
         )
         assert_close(mel, golden[f"flow_stream_{name}_mel"], 1e-4, f"v1 stream {name} mel")
         assert_close(cache, golden[f"flow_stream_{name}_cache_out"], 1e-4, f"v1 stream {name} cache")
+
+
+def _run_token2wav(model, golden, incremental: bool):
+    """The official streaming schedule through Token2Wav directly (to read its per-call flow log)."""
+    inputs = _e2e_inputs(golden)
+    state = Token2Wav(model, inputs["prompt_token"], inputs["prompt_feat"], inputs["embedding"], zero_noise=True,
+                      streaming=True, incremental=incremental)
+    schedule = CausalChunkSchedule(inputs["prompt_token"].shape[1])
+    tokens, chunks = inputs["tokens"], []
+    with torch.inference_mode():
+        while True:
+            call = schedule.next_call(tokens.shape[1], done=True)
+            chunks.append(state(tokens, call).numpy())
+            if call.finalize:
+                return state, chunks
+
+
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_e2e_stream_runs_the_incremental_flow(version):
+    """The e2e streaming case with the incremental flow: the second call computes only its 100 new frames (of
+    200), the full-attention final call recomputes all 220; flow mels and wave match the official ones to the
+    tolerances the recompute meets, and the recomputing Token2Wav gives the same mels."""
+    golden = load_golden(version)
+    model = _model(version)
+    mels, restore = _capture_flow(model)
+    try:
+        state, chunks = _run_token2wav(model, golden, incremental=True)
+        recompute_state, recompute_chunks = _run_token2wav(model, golden, incremental=False)
+    finally:
+        restore()
+    assert state.flow_calls == [
+        {"total_frames": 100, "computed_frames": 100, "incremental": True},
+        {"total_frames": 200, "computed_frames": 100, "incremental": True},
+        {"total_frames": 220, "computed_frames": 220, "incremental": False},
+    ]
+    assert [c["incremental"] for c in recompute_state.flow_calls] == [False, False, False]
+    assert state.flow_stream is None  # dropped before the final call
+    assert [len(c) for c in chunks] == list(golden["e2e_stream_chunk_sizes"])
+    for i in range(2):
+        assert_close(mels[i], golden[f"e2e_stream_flow_mel_{i}"], 1e-4, f"{version} incremental flow mel {i}")
+        assert_close(mels[i], mels[3 + i], 1e-5, f"{version} incremental vs recompute flow mel {i}")
+    assert_close(np.concatenate(chunks)[None], golden["e2e_stream_wave"], WAVE_ATOL_E2E, f"{version} stream wave")
+    assert_close(np.concatenate(chunks), np.concatenate(recompute_chunks), WAVE_ATOL_E2E, f"{version} wave vs recompute")
+
+
+def test_backend_wired_flows_keep_the_recompute_path():
+    """The cudagraph backend's pieces (its graphed sampler; its fused attention blocks) make stream_state() decline,
+    so Token2Wav keeps calling flow.inference without a state, as those backends expect."""
+    import copy
+    import dataclasses
+
+    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention
+
+    golden = load_golden("v2")
+    inputs = _e2e_inputs(golden)
+    model = _model("v2")
+    graphed, fused = copy.deepcopy(model.flow), copy.deepcopy(model.flow)
+    graphed.decoder = GraphedSampler(graphed.decoder, [128], (False, True))
+    fuse_estimator_attention(fused.decoder.estimator)
+    for flow in (graphed, fused):
+        wired = dataclasses.replace(model, flow=flow)
+        state = Token2Wav(wired, inputs["prompt_token"], inputs["prompt_feat"], inputs["embedding"], streaming=True)
+        assert flow.stream_state() is None and state.flow_stream is None
+    assert Token2Wav(model, inputs["prompt_token"], inputs["prompt_feat"], inputs["embedding"]).flow_stream is not None
