@@ -10,6 +10,7 @@ What it must not do: hold runtime state or import the runtime.
 from __future__ import annotations
 
 import json
+import math
 import os
 from enum import Enum
 from pathlib import Path
@@ -58,6 +59,13 @@ CHOICES: dict[Key, tuple[str, ...]] = {
 }
 
 
+MAX_PATH_CHARS = 4096  # PATH_MAX on Linux; a longer "path" makes os.stat raise ENAMETOOLONG
+
+
+def _usable_path(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_PATH_CHARS and "\0" not in value
+
+
 class Settings:
     """Typed access to QSettings. Values come back with the type of their default."""
 
@@ -88,14 +96,17 @@ class Settings:
             if isinstance(default, bool):
                 return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
             if isinstance(default, float):
-                return float(raw)
+                value = float(raw)
+                return value if math.isfinite(value) else default
             if isinstance(default, list):
                 value = json.loads(raw) if isinstance(raw, str) else list(raw)
-                return value if isinstance(value, list) else default
+                # every list setting is a list of paths: a number, null, an object or a NUL in one is dropped
+                # (Path(5) or a NUL byte would raise wherever the path is used, e.g. at start-up)
+                return [v for v in value if _usable_path(v)] if isinstance(value, list) else default
             if isinstance(default, bytes):
                 return bytes(raw.data()) if hasattr(raw, "data") else bytes(raw)
             value = str(raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError, OverflowError):  # RecursionError: JSON nested thousands deep
             return default
         choices = CHOICES.get(key)
         if choices and not any(value == c or value.startswith(c + ":") for c in choices):

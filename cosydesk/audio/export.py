@@ -16,6 +16,7 @@ import numpy as np
 import soundfile as sf
 
 from cosydesk.atomic_file import create_temporary
+from cosydesk.leftovers import remove_stale_export_temporaries
 
 _FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16")}
 
@@ -41,6 +42,7 @@ def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subt
     if suffix not in _FORMATS:
         raise ExportError(f"cannot export {target.name}: use one of {', '.join(_FORMATS)}")
     file_format, default_subtype = _FORMATS[suffix]
+    remove_stale_export_temporaries(target)  # what a killed earlier export of this same file left behind
     samples = np.asarray(pcm, dtype=np.float32).reshape(-1)
     if sample_rate <= 0:
         raise ExportError(f"cannot export {target.name}: sample rate {sample_rate} is not positive")

@@ -4,12 +4,18 @@ What it is for: checking a prompt before the runtime sees it (length, sample rat
 person can act on, and storing accepted profiles under <user data>/voices/<slug>/ (prompt.wav, profile.json).
 The runtime receives them as Request(prompt_wav=..., prompt_text=...).
 
+Stored profiles are untrusted input: a profile.json of the wrong shape (a number as the name, deeply nested
+JSON, a FIFO) is skipped and reported in ``VoiceProfileStore.problems``, never fatal; a profile folder or
+prompt.wav that leads outside the voices folder (a symlink) is never read or deleted.
+
 What it must not do: import Qt or torch.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import re
 import shutil
 import time
@@ -20,6 +26,11 @@ import numpy as np
 import soundfile as sf
 
 from cosydesk.audio.export import write_audio
+from cosydesk.leftovers import remove_leftover_temporaries
+from cosydesk.state_files import StateFileError, contained_file, ensure_folder, read_json
+
+log = logging.getLogger(__name__)
+PROFILE_MAX_BYTES = 64 * 1024  # a name, a transcript of at most 500 characters and three numbers
 
 MIN_SECONDS = 3.0
 MAX_SECONDS = 30.0  # the speech tokenizer takes at most 30 s of prompt
@@ -121,22 +132,83 @@ def _slug(name: str) -> str:
     return slug[:60] or "voice"
 
 
+def _finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def profile_from_json(data, folder: Path) -> VoiceProfile:
+    """A stored profile, checked field by field (ValueError says what is wrong); extra keys are ignored."""
+    if not isinstance(data, dict):
+        raise ValueError(f"it holds a {type(data).__name__}, not an object")
+    checks = {
+        "name": lambda v: isinstance(v, str) and bool(v.strip()) and len(v) <= 200,
+        "transcript": lambda v: isinstance(v, str),
+        "sample_rate": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1_000_000,
+        "duration_s": lambda v: _finite_number(v) and v >= 0,
+        "created": _finite_number,
+    }
+    for key, ok in checks.items():
+        if key not in data:
+            raise ValueError(f"it has no {key!r}")
+        if not ok(data[key]):
+            raise ValueError(f"its {key!r} is {str(data[key])[:60]!r}")
+    return VoiceProfile(folder=folder, **{key: data[key] for key in checks})
+
+
 class VoiceProfileStore:
     """Profiles under `root` (normally <user data>/voices)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.problems: list[str] = []  # what was wrong with stored profiles (for the UI to show)
+        try:
+            self._report(ensure_folder(self.root))  # a file where the folder should be is moved aside
+            self.available = True
+        except OSError as error:
+            self.available = False
+            self._report(f"voice profiles are off for this session: {self.root} cannot be made a folder "
+                         f"({error.strerror or error})")
+            return
+        for folder in self._folders():
+            remove_leftover_temporaries(folder)
+
+    def _report(self, problem: str | None) -> None:
+        if problem and problem not in self.problems:
+            log.warning("voice profiles: %s", problem)
+            self.problems.append(problem)
+
+    def _folders(self) -> list[Path]:
+        """Profile folders: real folders directly inside the root (a symlink out of it is not one)."""
+        if not self.available:
+            return []
+        try:
+            names = sorted(entry.name for entry in self.root.iterdir())
+        except OSError:
+            return []
+        folders = []
+        for name in names:
+            folder = contained_file(self.root, name)
+            if folder is not None and folder.is_dir() and not folder.is_symlink():
+                folders.append(folder)
+        return folders
 
     def list(self) -> list[VoiceProfile]:
         profiles = []
-        for meta in sorted(self.root.glob("*/profile.json")):
+        for folder in self._folders():
+            meta = folder / "profile.json"
+            if not (meta.exists() or meta.is_symlink()):
+                continue
             try:
-                data = json.loads(meta.read_text(encoding="utf-8"))
-                profile = VoiceProfile(folder=meta.parent, **data)
-            except (OSError, ValueError, TypeError):
-                continue  # a damaged profile must not hide the others
-            if profile.wav_path.is_file():
+                if contained_file(folder, "profile.json") is None:
+                    raise ValueError("it leads outside its folder")
+                profile = profile_from_json(read_json(meta, PROFILE_MAX_BYTES), folder)
+            except FileNotFoundError:
+                continue
+            except (StateFileError, ValueError) as error:  # a damaged profile must not hide the others
+                reason = str(error) if isinstance(error, StateFileError) else f"{meta}: {error}"
+                self._report(f"skipped a voice profile: {reason}")
+                continue
+            if contained_file(folder, "prompt.wav") is not None and profile.wav_path.is_file():
                 profiles.append(profile)
         return sorted(profiles, key=lambda p: p.created)
 
@@ -159,9 +231,11 @@ class VoiceProfileStore:
         problems += check_prompt_audio(pcm, sample_rate).problems
         if problems:
             raise ProfileError(problems)
+        if not self.available:
+            raise ProfileError([f"voice profiles cannot be saved: {'; '.join(self.problems)}"])
         folder = self.root / _slug(clean_name)
         suffix = 2
-        while folder.exists():
+        while folder.exists() or folder.is_symlink():
             folder = self.root / f"{_slug(clean_name)}_{suffix}"
             suffix += 1
         folder.mkdir(parents=True)
@@ -180,7 +254,7 @@ class VoiceProfileStore:
 
     def delete(self, name: str) -> bool:
         profile = self.get(name)
-        if profile is None:
-            return False
+        if profile is None or profile.folder.is_symlink() or contained_file(self.root, profile.folder.name) is None:
+            return False  # only a real folder inside the voices folder is ever removed
         shutil.rmtree(profile.folder, ignore_errors=True)
         return True

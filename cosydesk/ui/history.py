@@ -3,21 +3,41 @@
 What it is for: the history panel (replay, export, delete) and surviving restarts. Writes are atomic
 (temp file + os.replace), so a crash never leaves a half-written index.
 
+The index is untrusted input (hand-edited, damaged, or written by another CosyDesk): an entry of the wrong
+shape is skipped and reported in ``problems``, never fatal, and an entry whose ``file`` is not a plain name
+inside the history folder ("../../Documents/x", an absolute path, a symlink out) is never read or deleted,
+neither by Delete nor by the cap's pruning. Two app instances may share one data folder: every change is a
+read-modify-write of the index under an exclusive lock (index.lock), so neither drops what the other added.
+
 What it must not do: import Qt (it is plain storage; the panel lives in history_panel.py).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import os
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from cosydesk.atomic_file import write_atomically
 from cosydesk.audio.export import read_audio, write_audio
+from cosydesk.file_lock import exclusive_lock
+from cosydesk.leftovers import remove_leftover_temporaries
+from cosydesk.state_files import StateFileError, contained_file, ensure_folder, read_json
+
+log = logging.getLogger(__name__)
+
+INDEX_MAX_BYTES = 32 * 1024 * 1024  # 500 entries of long texts: a few MB
+LOCK_FILE = "index.lock"
 
 
 @dataclass
@@ -35,49 +55,186 @@ class HistoryEntry:
     file: str  # WAV name inside the history folder
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# what each field of an index entry must hold (a check, not a conversion: "12" is not a sample rate)
+_CHECKS = {
+    "id": lambda v: isinstance(v, str) and 0 < len(v) <= 200,
+    "created": _number,
+    "text": lambda v: isinstance(v, str),
+    "voice": lambda v: isinstance(v, str),
+    "style": lambda v: isinstance(v, str),
+    "model": lambda v: isinstance(v, str),
+    "duration_s": lambda v: _number(v) and v >= 0,
+    "first_audio_ms": lambda v: v is None or _number(v),
+    "rtf": lambda v: v is None or _number(v),
+    "sample_rate": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1_000_000,
+    "file": lambda v: isinstance(v, str),
+}
+_OPTIONAL = ("first_audio_ms", "rtf")
+
+
+def entry_from_json(item: Any, root: Path) -> HistoryEntry:
+    """One index entry, checked field by field; ValueError says what is wrong. Extra keys are ignored."""
+    if not isinstance(item, dict):
+        raise ValueError(f"an entry is a {type(item).__name__}, not an object")
+    values = {}
+    for spec in fields(HistoryEntry):
+        if spec.name not in item and spec.name in _OPTIONAL:
+            values[spec.name] = None
+            continue
+        if spec.name not in item:
+            raise ValueError(f"an entry has no {spec.name!r}")
+        if not _CHECKS[spec.name](item[spec.name]):
+            raise ValueError(f"an entry's {spec.name!r} is {str(item[spec.name])[:60]!r}")
+        values[spec.name] = item[spec.name]
+    if contained_file(root, values["file"]) is None:
+        raise ValueError(f"an entry's file {values['file'][:80]!r} is not a plain name inside {root}")
+    return HistoryEntry(**values)
+
+
 class HistoryStore:
     def __init__(self, root: str | Path, max_entries: int = 500) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
         self.max_entries = max_entries
-        self._entries: list[HistoryEntry] = self._read_index()
+        self.problems: list[str] = []  # what was wrong with the stored history (for the UI to show), oldest first
+        self._index_seen: tuple[int, int] | None = None  # (mtime_ns, size) of the index last read
+        self._entries: list[HistoryEntry] = []
+        try:
+            self._report(ensure_folder(self.root))
+            self.available = True
+        except OSError as error:
+            self.available = False
+            self._report(f"the history is off for this session: {self.root} cannot be made a folder "
+                         f"({error.strerror or error})")
+            return
+        remove_leftover_temporaries(self.root)
+        with self._lock(for_writing=False):
+            self._entries = self._read_index()
 
     @property
     def index_path(self) -> Path:
         return self.root / "index.json"
 
-    def _read_index(self) -> list[HistoryEntry]:
+    def _report(self, problem: str | None) -> None:
+        if problem and problem not in self.problems:
+            log.warning("history: %s", problem)
+            self.problems.append(problem)
+
+    @contextmanager
+    def _lock(self, for_writing: bool = True) -> Iterator[None]:
+        """Exclusive between processes. A read in a folder where the lock file cannot be made (read-only) goes
+        ahead unlocked: the index is only ever replaced whole, so a reader never sees half of it."""
         try:
-            raw = json.loads(self.index_path.read_text(encoding="utf-8"))
+            lock = exclusive_lock(self.root / LOCK_FILE)
+            lock.__enter__()
+        except OSError:
+            if for_writing:
+                raise
+            yield
+            return
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
+
+    def _index_stamp(self) -> tuple[int, int] | None:
+        try:
+            info = os.stat(self.index_path)
+        except OSError:
+            return None
+        return info.st_mtime_ns, info.st_size
+
+    def _read_index(self) -> list[HistoryEntry]:
+        """The entries on disk now; bad ones skipped and reported. Call under the lock."""
+        self._index_seen = self._index_stamp()
+        try:
+            raw = read_json(self.index_path, INDEX_MAX_BYTES)
         except FileNotFoundError:
             return []
-        except (OSError, ValueError):
-            # A damaged index must not stop the app; keep it aside for inspection and start afresh.
-            self.index_path.replace(self.root / f"index.damaged-{int(time.time())}.json")
+        except StateFileError as error:
+            self._set_aside(str(error))
             return []
-        entries = []
-        for item in raw if isinstance(raw, list) else []:
+        if not isinstance(raw, list):
+            self._set_aside(f"{self.index_path} holds a {type(raw).__name__}, not a list of entries")
+            return []
+        entries: list[HistoryEntry] = []
+        skipped: list[str] = []
+        ids: set[str] = set()
+        for item in raw:
             try:
-                entry = HistoryEntry(**item)
-            except TypeError:
+                entry = entry_from_json(item, self.root)
+            except ValueError as error:
+                skipped.append(str(error))
                 continue
-            if (self.root / entry.file).is_file():
+            if entry.id in ids:
+                skipped.append(f"entry {entry.id!r} is listed twice")
+                continue
+            path = contained_file(self.root, entry.file)
+            if path is not None and path.is_file():  # an entry whose audio is gone is dropped quietly, as ever
+                ids.add(entry.id)
                 entries.append(entry)
+        if skipped:
+            self._report(f"{len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} of {self.index_path} "
+                         f"skipped ({skipped[0]}{'; …' if len(skipped) > 1 else ''})")
         return entries
 
-    def _write_index(self) -> None:
-        data = json.dumps([asdict(e) for e in self._entries], ensure_ascii=False, indent=1)
+    def _set_aside(self, why: str) -> None:
+        """A damaged index must not stop the app; keep it aside for inspection and start afresh."""
+        aside = self.root / f"index.damaged-{int(time.time())}.json"
+        try:
+            os.replace(self.index_path, aside)
+            self._report(f"{why}; it was kept as {aside.name} and the history starts afresh")
+        except OSError:
+            self._report(f"{why}; the history starts afresh")
+        self._index_seen = self._index_stamp()
+
+    def _write_index(self, entries: list[HistoryEntry]) -> None:
+        data = json.dumps([asdict(e) for e in entries], ensure_ascii=False, indent=1)
         write_atomically(self.index_path, data)
+        self._index_seen = self._index_stamp()
+
+    @contextmanager
+    def _changing(self) -> Iterator[list[HistoryEntry]]:
+        """Read-modify-write: the caller edits the list of what is on disk now (another instance's additions
+        included); it is written back and becomes this store's view, all under the lock."""
+        if not self.available:
+            raise OSError(f"the history folder {self.root} is not usable: {'; '.join(self.problems)}")
+        with self._lock():
+            entries = self._read_index()
+            yield entries
+            self._write_index(entries)
+            self._entries = entries
+
+    def _refresh(self) -> None:
+        """Pick up what another instance wrote since the last read (a stat per call; the read only on change)."""
+        if self.available and self._index_stamp() != self._index_seen:
+            with self._lock(for_writing=False):
+                self._entries = self._read_index()
+
+    def _audio_path(self, entry: HistoryEntry) -> Path | None:
+        return contained_file(self.root, entry.file)  # never a path outside the folder, whatever the index said
+
+    def _remove_audio(self, entry: HistoryEntry) -> None:
+        path = self._audio_path(entry)
+        if path is not None:
+            path.unlink(missing_ok=True)
 
     def entries(self) -> list[HistoryEntry]:
         """Newest first."""
+        self._refresh()
         return list(reversed(self._entries))
 
     def get(self, entry_id: str) -> HistoryEntry | None:
+        self._refresh()
         return next((e for e in self._entries if e.id == entry_id), None)
 
     def add(self, text: str, pcm: np.ndarray, sample_rate: int, voice: str = "", style: str = "", model: str = "",
             first_audio_ms: float | None = None, rtf: float | None = None) -> HistoryEntry:
+        if not self.available:
+            raise OSError(f"the history folder {self.root} is not usable: {'; '.join(self.problems)}")
         entry_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         file = f"{entry_id}.wav"
         samples = np.asarray(pcm, dtype=np.float32).reshape(-1)
@@ -87,34 +244,42 @@ class HistoryStore:
                              first_audio_ms=None if first_audio_ms is None else round(first_audio_ms, 1),
                              rtf=None if rtf is None or not np.isfinite(rtf) else round(float(rtf), 4),
                              sample_rate=int(sample_rate), file=file)
-        self._entries.append(entry)
-        while len(self._entries) > self.max_entries:
-            old = self._entries.pop(0)
-            (self.root / old.file).unlink(missing_ok=True)
-        self._write_index()
+        pruned: list[HistoryEntry] = []
+        try:
+            with self._changing() as entries:
+                entries.append(entry)
+                while len(entries) > self.max_entries:
+                    pruned.append(entries.pop(0))
+        except BaseException:
+            (self.root / file).unlink(missing_ok=True)  # no audio without its entry
+            raise
+        for old in pruned:
+            self._remove_audio(old)
         return entry
 
     def audio(self, entry_id: str) -> tuple[np.ndarray, int]:
         entry = self.get(entry_id)
-        if entry is None:
+        path = None if entry is None else self._audio_path(entry)
+        if path is None:
             raise KeyError(f"no history entry {entry_id}")
-        return read_audio(self.root / entry.file)
+        return read_audio(path)
 
     def export(self, entry_id: str, path: str | Path) -> Path:
         pcm, rate = self.audio(entry_id)
         return write_audio(path, pcm, rate)
 
     def delete(self, entry_id: str) -> bool:
-        entry = self.get(entry_id)
-        if entry is None:
-            return False
-        self._entries.remove(entry)
-        self._write_index()
-        (self.root / entry.file).unlink(missing_ok=True)
-        return True
+        removed: list[HistoryEntry] = []
+        with self._changing() as entries:
+            removed = [e for e in entries if e.id == entry_id]
+            entries[:] = [e for e in entries if e.id != entry_id]
+        for entry in removed:
+            self._remove_audio(entry)
+        return bool(removed)
 
     def clear(self) -> None:
-        for entry in self._entries:
-            (self.root / entry.file).unlink(missing_ok=True)
-        self._entries = []
-        self._write_index()
+        with self._changing() as entries:
+            removed = list(entries)
+            entries.clear()
+        for entry in removed:
+            self._remove_audio(entry)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
+                               QVBoxLayout, QWidget)
 
 from cosydesk.audio.export import ExportError
 from cosydesk.ui.history import HistoryEntry, HistoryStore
@@ -38,8 +38,14 @@ class HistoryPanel(QWidget):
         buttons = QHBoxLayout()
         for button in (self.replay_button, self.export_button, self.delete_button):
             buttons.addWidget(button)
+        # what was wrong with the stored history (skipped entries, a damaged index set aside): said, not fatal
+        self.problems_label = QLabel(self)
+        self.problems_label.setObjectName("historyProblems")
+        self.problems_label.setWordWrap(True)
+        self.problems_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.problems_label)
         layout.addWidget(self.list, 1)
         layout.addLayout(buttons)
         self.retranslate()
@@ -66,6 +72,8 @@ class HistoryPanel(QWidget):
         return f"{text}\n{details}"
 
     def reload(self) -> None:
+        self.problems_label.setText("\n".join(self.store.problems))
+        self.problems_label.setVisible(bool(self.store.problems))
         current = self.current_id()
         self.list.clear()
         for entry in self.store.entries():
@@ -78,13 +86,9 @@ class HistoryPanel(QWidget):
         self._update_buttons()
 
     def add_entry(self, entry: HistoryEntry) -> None:
-        item = QListWidgetItem(self.describe(entry))
-        item.setData(ID_ROLE, entry.id)
-        item.setToolTip(entry.text[:2000])
-        self.list.insertItem(0, item)
-        while self.list.count() > len(self.store.entries()):
-            self.list.takeItem(self.list.count() - 1)
-        self._update_buttons()
+        """Show the store as it is now: the new entry, minus what the cap pruned, plus what another CosyDesk on
+        the same data folder added meanwhile."""
+        self.reload()
 
     def current_id(self) -> str | None:
         item = self.list.currentItem()
@@ -116,7 +120,12 @@ class HistoryPanel(QWidget):
         return True
 
     def delete_entry(self, entry_id: str) -> None:
-        if self.store.delete(entry_id):
+        try:
+            deleted = self.store.delete(entry_id)
+        except OSError as error:  # a read-only folder, or another instance holding the index's lock
+            self.message.emit(self.tr("Could not delete from history: {e}").format(e=error), True)
+            return
+        if deleted:
             for row in range(self.list.count()):
                 if self.list.item(row).data(ID_ROLE) == entry_id:
                     self.list.takeItem(row)

@@ -46,7 +46,11 @@ def known_model_dirs(settings: Settings, models_dir: Path | None = None) -> list
     folders = list(hub.installed_models(models_dir))
     for extra in settings.get(Key.EXTRA_MODEL_DIRS):
         path = Path(extra)
-        if path not in folders and hub.check_model_dir(path).loadable:
+        try:
+            loadable = path not in folders and hub.check_model_dir(path).loadable
+        except (OSError, ValueError):  # a hand-edited entry naming something unreadable must not stop the start
+            loadable = False
+        if loadable:
             folders.append(path)
     return folders
 
