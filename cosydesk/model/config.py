@@ -215,22 +215,28 @@ class _Resolver:
         return value
 
 
-def _read_limited(path: Path) -> str:
-    """The file's text: a regular file (never a FIFO or device) of at most MAX_YAML_BYTES, in UTF-8."""
+def read_regular_file(path: Path, limit: int, too_large: str) -> bytes:
+    """The bytes of an untrusted file: a regular file (a FIFO or device never blocks the open) of at most
+    ``limit`` bytes; ConfigError naming the file otherwise (``too_large`` says what the file should be)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
         raise ConfigError(f"cannot read {path}: {err.strerror or err}") from err
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(f"{path} is not a regular file")
-        if info.st_size > MAX_YAML_BYTES:
-            raise ConfigError(f"{path} is {info.st_size:,} bytes: a model yaml is a few KB "
-                              f"(at most {MAX_YAML_BYTES:,} bytes are read)")
-        data = handle.read(MAX_YAML_BYTES + 1)
-    if len(data) > MAX_YAML_BYTES:  # grew after the stat
-        raise ConfigError(f"{path} is over {MAX_YAML_BYTES:,} bytes: a model yaml is a few KB")
+        if info.st_size > limit:
+            raise ConfigError(f"{path} is {info.st_size:,} bytes: {too_large} (at most {limit:,} bytes are read)")
+        data = handle.read(limit + 1)
+    if len(data) > limit:  # grew after the stat
+        raise ConfigError(f"{path} is over {limit:,} bytes: {too_large}")
+    return data
+
+
+def _read_limited(path: Path) -> str:
+    """The file's text: a regular file (never a FIFO or device) of at most MAX_YAML_BYTES, in UTF-8."""
+    data = read_regular_file(path, MAX_YAML_BYTES, "a model yaml is a few KB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -10,12 +10,10 @@ transformers call passes ``trust_remote_code=False`` as well. No heavy imports h
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from cosydesk.model.config import ConfigError
+from cosydesk.model.config import ConfigError, read_regular_file
 
 MAX_JSON_BYTES = 16 * 1024 * 1024  # tokenizer_config.json of a Qwen2 tokenizer: ~10 KB; tokenizer.json: ~7 MB
 # keys through which a transformers json file names code to import
@@ -27,17 +25,7 @@ BLANKEN_JSON_FILES = ("config.json", "tokenizer_config.json")
 def read_json_object(path: Path, what: str = "settings") -> dict[str, Any]:
     """A json file's top-level object. ConfigError (naming the file) for a non-regular file (a FIFO never
     blocks), one over MAX_JSON_BYTES, invalid or too deeply nested JSON, or anything but an object."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror or err}") from err
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{path} is not a regular file")
-        if info.st_size > MAX_JSON_BYTES:
-            raise ConfigError(f"{path} is {info.st_size:,} bytes: too large for {what} (at most {MAX_JSON_BYTES:,})")
-        data = handle.read(MAX_JSON_BYTES + 1)
+    data = read_regular_file(path, MAX_JSON_BYTES, f"too large for {what}")
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
