@@ -250,8 +250,9 @@ def check_tensorrt(probe: _Probe, flavour: str) -> Check:
         cc = f"{gpu.compute_capability[0]}.{gpu.compute_capability[1]}"
         verdicts.append(f"{gpu.name} (cc {cc}) {'supported' if supported else 'NOT supported'}")
     detail = f"{version}; " + ", ".join(verdicts)
-    if any_supported:
-        return Check(label, OK, detail)
+    if any_supported:  # usable, but never run on a GPU of ours: say so (auto does not pick it)
+        return Check(label, OK, f"{detail}; the tensorrt backend is experimental (--backend tensorrt only): "
+                                "engines build, but none has run on a GPU of ours yet")
     if flavour == "tensorrt":
         return Check(label, OK, f"{detail}: the cudagraph backend is used instead")
     full_version, _ = _import_version("tensorrt")

@@ -125,6 +125,7 @@ def test_tensorrt_rtx_installed_on_h200(monkeypatch):
     assert rtx.status == OK and "NOT supported" in rtx.detail and "TensorRT 1.7.1 serves" in rtx.detail
     trt = doctor.check_tensorrt(_h200(), "tensorrt")
     assert trt.status == OK and "supported" in trt.detail and "NOT" not in trt.detail
+    assert "experimental" in trt.detail  # usable here, but never run on a GPU of ours: auto does not pick it
     # Only TensorRT-RTX installed on a Hopper GPU: no engine backend at all -> WARN, install full TensorRT.
     monkeypatch.setattr(doctor, "_import_version",
                         lambda name: ("1.7.1", None) if name == "tensorrt_rtx" else (None, "No module named 'tensorrt'"))

@@ -357,6 +357,11 @@ class MainWindow(FileDrops, QMainWindow):
         self.language_actions["zh_CN"].setText("中文（简体）")
         self.device_menu.setTitle(self.tr("Compute device"))
         self.backend_menu.setTitle(self.tr("Backend"))
+        for action in self.backend_group.actions():
+            if action.data() == "tensorrt":  # never run on a GPU of ours yet: never chosen by auto (backends.py)
+                action.setText(self.tr("tensorrt (experimental)"))
+                action.setToolTip(self.tr("TensorRT engines are built and cached, but none has run on a GPU "
+                                          "of ours yet; auto never picks it"))
         self.audio_menu.setTitle(self.tr("Audio output"))
         self.view_menu.setTitle(self.tr("&View"))
         self.help_menu.setTitle(self.tr("&Help"))

@@ -408,3 +408,10 @@ def test_worker_signals_are_handled_on_the_ui_thread(qtbot, data_dir):
     qtbot.waitUntil(lambda: "device gone" in window.error_label.text())
     assert seen == [True]
     window.shutdown()
+
+
+def test_tensorrt_is_labelled_experimental_in_the_backend_menu(qtbot, data_dir):
+    """TensorRT never ran on a GPU of ours, so the app says so where it is chosen (auto never picks it)."""
+    window = make_window(qtbot, data_dir, factory())
+    labels = {action.data(): action.text() for action in window.backend_group.actions()}
+    assert "experimental" in labels["tensorrt"] and "experimental" not in labels["cudagraph"]
