@@ -2,6 +2,7 @@
 
     python3 .ci/readme_packages.py system   # the Set up block (<!-- system-packages -->)
     python3 .ci/readme_packages.py test     # the packages the tests use (<!-- test-packages -->)
+    python3 .ci/readme_packages.py install  # the shell lines of the install block (<!-- install -->)
 
 Only `apt-get install` lines count; their options (-y ...) and `sudo` are dropped. tests/test_readme_ci.py
 checks that .ci/run calls this for both blocks and lists no package of its own.
@@ -29,11 +30,29 @@ def apt_packages(readme_text: str, block: str) -> list[str]:
     return packages
 
 
+def install_lines(readme_text: str) -> list[str]:
+    """The shell lines of <!-- install --> ... <!-- /install --> (code fences, comments and `$ ` prompts removed)."""
+    match = re.search(r"<!--\s*install\s*-->(.*?)<!--\s*/install\s*-->", readme_text, re.S)
+    if match is None:
+        raise ValueError("README.md has no <!-- install --> ... <!-- /install --> block")
+    lines = []
+    for raw in match.group(1).splitlines():
+        line = raw.strip()
+        if line and not line.startswith(("```", "#")):
+            lines.append(line[2:] if line.startswith("$ ") else line)
+    if not lines:
+        raise ValueError("the README's install block is empty")
+    return lines
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in BLOCKS:
-        print(f"usage: readme_packages.py {{{'|'.join(BLOCKS)}}}", file=sys.stderr)
+    if len(argv) != 1 or argv[0] not in (*BLOCKS, "install"):
+        print(f"usage: readme_packages.py {{{'|'.join(BLOCKS)}|install}}", file=sys.stderr)
         return 2
     readme = Path(__file__).resolve().parents[1] / "README.md"
+    if argv[0] == "install":
+        print("\n".join(install_lines(readme.read_text(encoding="utf-8"))))
+        return 0
     print(" ".join(apt_packages(readme.read_text(encoding="utf-8"), BLOCKS[argv[0]])))
     return 0
 

@@ -53,7 +53,7 @@ def _checkout_files() -> list[Path]:
     return [Path(name) for name in listing.split("\0") if name and (ROOT / name).is_file()]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # ~2 min of pip; CI itself runs the install block on a clean machine (.ci/run, test_readme_ci)
 def test_readme_install_command_gives_working_doctor_and_say(tmp_path):
     readme = ROOT / "README.md"
     assert readme.is_file(), "README.md is missing"

@@ -166,10 +166,10 @@ def test_within_fails_a_hang_but_not_slow_progress():
     assert within(0.3, slow_but_moving) == "done"
 
 
-def params(cases: dict, slow: tuple[str, ...] = ()) -> list:
+def params(cases: dict, slow: tuple[str, ...] = (), heavy: tuple[str, ...] = ()) -> list:
     out = []
     for case_id in cases:
-        marks = []
+        marks = [pytest.mark.heavy] if case_id in heavy else []
         if case_id in KNOWN_BUGS:
             marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[case_id]))
         if case_id in slow:
@@ -276,7 +276,13 @@ def check_cli_outcome(case: dict, expect: dict, code: int, err: str, out: Path, 
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")], "a partial output file was left"
 
 
-@pytest.mark.parametrize("case_id", params(TEXT_CASES, slow=slow_on_cli(TEXT_CASES)))
+def streamed_only(cases: dict) -> tuple[str, ...]:
+    """Cases meant to be streamed and cancelled: through the CLI they synthesise the whole text into a file
+    (20,000 characters: ~90 s on 2 cores), so that run is in the heavy tier; the Synthesizer and GUI runs stream."""
+    return tuple(case_id for case_id, case in cases.items() if case.get("stream_only"))
+
+
+@pytest.mark.parametrize("case_id", params(TEXT_CASES, slow=slow_on_cli(TEXT_CASES), heavy=streamed_only(TEXT_CASES)))
 def test_text_case_through_the_cli(case_id, cli_with, tiny_v2_dir, tmp_path):
     case = TEXT_CASES[case_id]
     out = tmp_path / "out.wav"

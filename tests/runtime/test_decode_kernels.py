@@ -127,7 +127,7 @@ def _tiny_lm(version="v2"):
 
 
 @interpreted
-@pytest.mark.parametrize("version", ["v2", "v3"])
+@pytest.mark.parametrize("version", ["v2", pytest.param("v3", marks=pytest.mark.heavy)])  # v3: same kernels, ~40 s
 def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
     """StaticQwenLM(decode_kernels=True): prefill (plain) then decode steps through the kernels give the
     reference module's logits (CosyVoice2's and CosyVoice3's speech LM); the decode-ahead loop yields what
@@ -151,16 +151,16 @@ def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
     prompt_speech = torch.randint(0, 6561, (1, 20), generator=g)
     ref, ref_state = lm.prefill(text, prompt_text, prompt_speech, None)
     _, state = fast.prefill(text, prompt_text, prompt_speech, None)
-    for token in (5, 77, 6000, 12, 400):
+    for token in (5, 6000, 400):
         ref, ref_state = lm.decode_step(token, ref_state)
         ours, state = fast.decode_step(token, state)
         assert torch.allclose(ours, ref, atol=1e-4, rtol=1e-4), token
-    # a random LLM does not stop: the length limit (2 x 9 text tokens) ends both loops (kept short: each step runs
+    # a random LLM does not stop: the length limit (1 x 9 text tokens) ends both loops (kept short: each step runs
     # in the interpreter)
-    a = list(fast.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=2))
-    b = list(plain.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=2))
+    a = list(fast.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=1))
+    b = list(plain.generate_speech_tokens(text, prompt_text, prompt_speech, None, greedy=True, max_len_ratio=1))
     assert a == b and len(a) > 0
-    sampled = [list(m.generate_speech_tokens(text, prompt_text, prompt_speech, None, max_len_ratio=2,
+    sampled = [list(m.generate_speech_tokens(text, prompt_text, prompt_speech, None, max_len_ratio=1,
                                              generator=torch.Generator().manual_seed(5))) for m in (fast, plain)]
     assert sampled[0] == sampled[1] and sampled[0] != a  # repetition-aware sampling, same draws
 

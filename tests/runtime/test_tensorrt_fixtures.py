@@ -235,6 +235,6 @@ def test_hift_head_export_matches_torch_and_builds(tmp_path, version):
         assert torch.isfinite(wave).all()
         if tol is not None:
             assert err <= tol
-        if RTX is not None:
+        if RTX is not None and precision == "fp16":  # the engine the backend builds (an fp32 build adds ~20 s)
             profile = hift_head_profile(HIFT_MEL_BUCKETS, hift.samples_per_frame, hift.hop_len, hift.n_fft)
             assert RTX.malformed(build_engine(path, profile, precision, RTX)) is False
