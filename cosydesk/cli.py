@@ -158,7 +158,7 @@ def _list_speakers(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from cosydesk import hub
+    from cosydesk import hub, paths
 
     if args.download:
         try:
@@ -173,7 +173,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         mark = "installed" if info.name in installed else "not installed"
         star = " (recommended)" if info.recommended else ""
         print(f"{info.name:28s} {info.version}  {info.size_gb:4.1f} GB  {mark}{star}\n    {info.summary_en}")
-    print(f"models folder: {hub.default_models_dir()}")
+    print(f"models folder: {paths.models_dir()}")
     return 0
 
 

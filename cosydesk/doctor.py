@@ -427,9 +427,9 @@ def _guarded(name: str, probe: Callable[[], Check | list[Check]]) -> list[Check]
 def run_checks(model_dirs: Iterable[str | os.PathLike] = (), models_dir: str | os.PathLike | None = None,
                verify_hashes: bool = True) -> list[Check]:
     """Every check, in reading order. Never raises; safe to call from a GUI worker thread."""
-    from cosydesk import hub
+    from cosydesk import paths
 
-    root = Path(models_dir) if models_dir else hub.default_models_dir()
+    root = Path(models_dir) if models_dir else paths.models_dir()
     nvml = _probe_nvml()
     checks: list[Check] = []
     checks += _guarded("Python", check_python)

@@ -19,11 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import platformdirs
-
 from cosydesk import environment
-
-APP_NAME = "cosydesk"
+from cosydesk.paths import APP_NAME  # noqa: F401 - re-exported
+from cosydesk.paths import data_dir as app_data_dir  # noqa: F401 - the folders live in cosydesk.paths
+from cosydesk.paths import models_dir as default_models_dir
 
 #: Version -> (yaml file name, speech tokenizer onnx file name).
 _VERSION_FILES: dict[str, tuple[str, str]] = {
@@ -137,20 +136,6 @@ def catalogue_entry(name: str) -> ModelInfo:
 
 
 # ---------------------------------------------------------------------------------------------- paths
-
-
-def app_data_dir() -> Path:
-    """Per-user data folder (history, voice profiles, models). COSYDESK_DATA_DIR overrides it (tests, portable use)."""
-    override = os.environ.get("COSYDESK_DATA_DIR")
-    path = Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def default_models_dir() -> Path:
-    """Where downloaded models go: <user data>/models (COSYDESK_MODELS_DIR overrides it)."""
-    override = os.environ.get("COSYDESK_MODELS_DIR")
-    return Path(override) if override else app_data_dir() / "models"
 
 
 def installed_models(models_dir: Path | None = None) -> list[Path]:

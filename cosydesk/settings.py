@@ -18,6 +18,8 @@ from typing import Any
 
 from PySide6.QtCore import QSettings
 
+from cosydesk.paths import data_dir_override
+
 
 class Key(str, Enum):
     MODEL_DIR = "model/dir"
@@ -74,8 +76,8 @@ class Settings:
 
     @staticmethod
     def _default_store() -> QSettings:
-        override = os.environ.get("COSYDESK_DATA_DIR")
-        if override:
+        override = data_dir_override()
+        if override is not None:
             return QSettings(str(Path(override) / "settings.ini"), QSettings.Format.IniFormat)
         return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "cosydesk", "cosydesk")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cosydesk import hub
+from cosydesk import hub, paths
 
 
 class ListError(Exception):
@@ -20,7 +20,7 @@ class ListError(Exception):
 
 def installed_model_dir(model: str | None, models_dir: Path | None = None) -> Path:
     """--model as a folder or catalogue name, or the recommended model — only if it is already on disk."""
-    root = models_dir or hub.default_models_dir()
+    root = models_dir or paths.models_dir()
     if model and Path(model).expanduser().is_dir():
         return Path(model).expanduser()
     try:
@@ -49,7 +49,7 @@ def voice_lines(model_dir: Path, data_dir: Path | None = None) -> list[str]:
                                                     "see the voice profiles below or --prompt-wav)"]
 
     lines += ["", "Saved voice profiles (use with --prompt-wav FILE --prompt-text TEXT):"]
-    voices = (data_dir or hub.app_data_dir()) / "voices"
+    voices = data_dir / "voices" if data_dir else paths.voices_dir()
     profiles = _profiles(voices)
     if profiles and not (model_dir / "campplus.onnx").is_file():
         lines.append("  (this model folder has no campplus.onnx: it cannot use voice profiles)")

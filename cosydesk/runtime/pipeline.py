@@ -13,7 +13,7 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -77,7 +77,6 @@ class SentenceInputs:
     flow_prompt_speech_token: torch.Tensor  # [1, S'] int32
     prompt_speech_feat: torch.Tensor      # [1, F, 80]
     flow_embedding: torch.Tensor          # [1, 192]
-    extra: dict = field(default_factory=dict)
 
 
 TokenSource = Callable[[SentenceInputs, threading.Event], Iterator[int]]

@@ -103,9 +103,9 @@ class VoiceCatalogue:
 
         folder = self.voices_dir
         if folder is None:
-            from cosydesk.hub import app_data_dir
+            from cosydesk.paths import voices_dir
 
-            folder = app_data_dir() / "voices"
+            folder = voices_dir()
         if not folder.is_dir():
             return []
         styles = self.synth.supports("instruct2")

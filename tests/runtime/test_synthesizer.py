@@ -228,7 +228,7 @@ def test_v3_japanese_notice_and_endofprompt(tiny_v3_dir):
     assert any("katakana" in n for n in synth.notices(Request("こんにちは、世界。", speaker="中文女")))
     assert synth.notices(Request("コンニチハ。", speaker="中文女")) == []
     # the user never types <|endofprompt|>: the synthesizer inserts it where v3 needs it
-    inputs = synth._sentence_inputs("你好。", synth._voice_inputs(Request("你好。", speaker="中文女"), None))
+    inputs = synth.frontend.sentence_inputs("你好。", synth.frontend.voice_inputs(Request("你好。", speaker="中文女")))
     assert 151646 in inputs.prompt_text.flatten().tolist()
     audio = synth.synthesize(Request("你好，世界。", speaker="中文女", seed=2))
     assert audio.size > 0 and np.isfinite(audio).all()

@@ -38,9 +38,9 @@ def compile_enabled(device: torch.device) -> bool:
 def _configure_inductor() -> None:
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         try:
-            from platformdirs import user_cache_dir
+            from cosydesk.paths import inductor_cache_dir
 
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(user_cache_dir("cosydesk"), "inductor")
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache_dir())
         except ImportError:  # platformdirs is a dependency; the device image may lack it
             pass
     import torch._dynamo

@@ -71,7 +71,7 @@ def cmd_engines_build(args: argparse.Namespace) -> int:
     target = tuple(int(p) for p in args.target_cc.split(".")) if args.target_cc else None
     flavour = _pick_flavour(args.flavour, target)
     validate = lambda plan: flavour.malformed(plan) is not True  # noqa: E731
-    from cosydesk.runtime.tensorrt.torch_bridge import default_engines_dir
+    from cosydesk.paths import engines_dir as default_engines_dir
 
     cache = EngineCache(args.engines_dir or default_engines_dir(), validate=validate)
     req = EngineRequest(args.model, flavour, args.precision, target)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+
+from cosydesk.paths import engines_dir as default_engines_dir  # noqa: F401 - the folders live in cosydesk.paths
 
 log = logging.getLogger(__name__)
 
@@ -50,21 +51,6 @@ class _StreamHandle:
 
 def torch_dtype(np_dtype: np.dtype) -> torch.dtype:
     return torch.from_numpy(np.empty(0, dtype=np_dtype)).dtype
-
-
-def default_engines_dir() -> Path:
-    """$COSYDESK_ENGINES_DIR, else <repo>/engines in a source checkout, else <user data dir>/engines."""
-    override = os.environ.get(ENGINES_DIR_ENV)
-    if override:
-        return Path(override).expanduser()
-    repo = Path(__file__).resolve().parents[3]
-    if (repo / "pyproject.toml").is_file() and (repo / "engines").is_dir():
-        return repo / "engines"
-    import platformdirs
-
-    from cosydesk.hub import APP_NAME
-
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "engines"
 
 
 class TensorRTEstimator(nn.Module):
