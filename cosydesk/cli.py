@@ -44,22 +44,14 @@ def resolve_model_dir(model: str | None, progress: bool = True) -> Path:
     """--model as given; without it the recommended model from the models folder, downloaded on first use."""
     from cosydesk import hub
 
-    if model:
+    def announce(name: str, target: Path) -> None:
+        print(f"Downloading {name} into {target} (first use) ...", file=sys.stderr)
+
+    try:
+        return hub.resolve_model(model, progress=_print_progress if progress else None, announce=announce)
+    except KeyError:
         path = Path(model).expanduser()
-        if path.is_dir():
-            return path
-        try:
-            info = hub.catalogue_entry(model)
-        except KeyError:
-            raise UserError(f"model folder {path} does not exist (and {model!r} is not a known model name)") from None
-        name = info.name
-    else:
-        name = hub.DEFAULT_MODEL
-    target = hub.default_models_dir() / name
-    if target.is_dir() and not hub.check_model_dir(target).problems:
-        return target
-    print(f"Downloading {name} into {target} (first use) ...", file=sys.stderr)
-    return hub.download_model(name, progress=_print_progress if progress else None)
+        raise UserError(f"model folder {path} does not exist (and {model!r} is not a known model name)") from None
 
 
 def _print_progress(done: float, total: float | None = None, *rest) -> None:
