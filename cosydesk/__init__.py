@@ -4,7 +4,8 @@ The Python API (the desktop app, the CLI and the local server use the same)::
 
     from cosydesk import EngineOptions, Request, Synthesizer
 
-    synth = Synthesizer("path/to/CosyVoice2-0.5B")            # a model folder
+    synth = Synthesizer("CosyVoice2-0.5B")                    # a catalogue name (downloaded on first use)
+    synth = Synthesizer("path/to/CosyVoice2-0.5B")            # or a model folder
     for chunk in synth.stream(Request("你好，世界。", speaker="中文女")):
         play(chunk.pcm, chunk.sample_rate)                     # float32 mono, as it is synthesised
     audio = synth.synthesize(Request("Hello there."))          # or the whole utterance at once

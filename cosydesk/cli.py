@@ -1,4 +1,4 @@
-"""`cosydesk` command line: the desktop app (no arguments), `say`, `bench`, `models`, `doctor`, `engines`, `serve`.
+"""`cosydesk` command line: the desktop app (no arguments), `say`, `models`, and the commands in COMMANDS.
 
 Heavy imports (torch, Qt, TensorRT) happen inside the command that needs them, so `cosydesk --help` is
 instant. User mistakes print one line (`cosydesk: error: ...`) and exit 2 — never a traceback — and
@@ -44,22 +44,14 @@ def resolve_model_dir(model: str | None, progress: bool = True) -> Path:
     """--model as given; without it the recommended model from the models folder, downloaded on first use."""
     from cosydesk import hub
 
-    if model:
+    def announce(name: str, target: Path) -> None:
+        print(f"Downloading {name} into {target} (first use) ...", file=sys.stderr)
+
+    try:
+        return hub.resolve_model(model, progress=_print_progress if progress else None, announce=announce)
+    except KeyError:
         path = Path(model).expanduser()
-        if path.is_dir():
-            return path
-        try:
-            info = hub.catalogue_entry(model)
-        except KeyError:
-            raise UserError(f"model folder {path} does not exist (and {model!r} is not a known model name)") from None
-        name = info.name
-    else:
-        name = hub.DEFAULT_MODEL
-    target = hub.default_models_dir() / name
-    if target.is_dir() and not hub.check_model_dir(target).problems:
-        return target
-    print(f"Downloading {name} into {target} (first use) ...", file=sys.stderr)
-    return hub.download_model(name, progress=_print_progress if progress else None)
+        raise UserError(f"model folder {path} does not exist (and {model!r} is not a known model name)") from None
 
 
 def _print_progress(done: float, total: float | None = None, *rest) -> None:
@@ -188,7 +180,8 @@ def cmd_gui(args: argparse.Namespace) -> int:
     return run_app(args.model, sys.argv[:1])
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``argv`` (default sys.argv[1:]) says which command modules to import."""
     from cosydesk import __version__
 
     parser = argparse.ArgumentParser(
@@ -225,22 +218,52 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--download", metavar="NAME")
     models.set_defaults(func=cmd_models)
 
-    _add_optional_commands(sub)
+    _add_module_commands(sub, argv)
     return parser
 
 
-def _add_optional_commands(sub) -> None:
-    """Commands whose modules register themselves (bench, doctor, engines, serve) when present."""
-    for module_name in ("cosydesk.bench", "cosydesk.doctor", "cosydesk.runtime.tensorrt.cli", "cosydesk.serve.cli"):
-        try:
-            module = __import__(module_name, fromlist=["add_parser"])
-        except ImportError:
-            continue
-        module.add_parser(sub)
+#: The commands that live in their own modules: (name, module with ``add_parser(subparsers)``, one-line help).
+#: A module is imported only when its command is on the command line, so ``cosydesk --help`` lists every
+#: command without importing any (no torch, no server stack), and a module that fails to import is an error
+#: naming it, never a command that silently vanishes. The help here is what --help shows; a test checks it is
+#: the one the module registers.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("bench", "cosydesk.bench", "latency / RTF / VRAM / fidelity benchmark over a corpus, per backend"),
+    ("doctor", "cosydesk.doctor", "check this machine: Python, torch/CUDA, GPU, TensorRT, audio, fonts, models; "
+                                  "each problem with the command that fixes it"),
+    ("engines", "cosydesk.runtime.tensorrt.cli", "TensorRT engines: build ahead of time (cached under engines/)"),
+    ("serve", "cosydesk.serve.cli", "run a local OpenAI-compatible speech server (/v1/audio/speech)"),
+)
+
+
+def _add_module_commands(sub, argv: list[str] | None) -> None:
+    """The real parser of each command named on the command line; a listed-only stand-in for the others."""
+    words = set(sys.argv[1:] if argv is None else argv)
+    for name, module_name, help_text in COMMANDS:
+        if name in words:
+            command_module(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
+
+
+def command_module(name: str):
+    """The module of registered command ``name``, imported now; an import failure is a UserError naming it."""
+    import importlib
+
+    module_name = dict((entry[0], entry[1]) for entry in COMMANDS)[name]
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        raise UserError(f"the `{name}` command cannot start: importing {module_name} failed ({error}); "
+                        "reinstall cosydesk (pip install -e . in a checkout) or the missing package") from error
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser(argv)
+    except UserError as err:
+        print(f"cosydesk: error: {err}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.command is None:
         args.func = cmd_gui

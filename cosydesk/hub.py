@@ -469,6 +469,27 @@ def download_model(
     return target
 
 
+def resolve_model(model: str | os.PathLike | None, models_dir: Path | None = None,
+                  progress: ProgressCallback | None = None, cancel: threading.Event | None = None,
+                  announce: Callable[[str, Path], None] | None = None) -> Path:
+    """A model folder from what a person typed: an existing folder as it is; a catalogue name or HF repo id (None:
+    the recommended model) as its folder under the models dir, downloaded on first use (``announce(name, target)``
+    is called just before a download starts). Raises KeyError for a name that is neither."""
+    if model is not None:
+        path = Path(model).expanduser()
+        if path.is_dir():
+            return path
+        name = catalogue_entry(str(model)).name
+    else:
+        name = DEFAULT_MODEL
+    target = (Path(models_dir) if models_dir else default_models_dir()) / name
+    if target.is_dir() and not check_model_dir(target).problems:
+        return target
+    if announce is not None:
+        announce(name, target)
+    return download_model(name, models_dir, progress=progress, cancel=cancel)
+
+
 def _adopt_leftover(target: Path, staging: Path) -> None:
     """A half-filled <models>/<name> from an interrupted download (or an older CosyDesk, which downloaded in
     place) becomes the staging folder, so its partial files are resumed instead of looking like a broken model."""

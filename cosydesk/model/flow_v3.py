@@ -26,7 +26,7 @@ from cosydesk.model import flow_stream
 from cosydesk.model.cfm import FlowMatchingSampler, fixed_start_noise
 from cosydesk.model.config import Node
 from cosydesk.model.dit import DiT
-from cosydesk.model.flow import cfg_rate, project_speaker, prompt_conditioning, start_noise
+from cosydesk.model.flow_common import cfg_rate, project_speaker, prompt_conditioning, start_noise
 from cosydesk.model.transformer import PreLookaheadLayer
 
 

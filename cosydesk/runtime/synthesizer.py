@@ -114,8 +114,29 @@ def warmup_progress(progress: Progress) -> Callable[..., None]:
     return report
 
 
+def _model_folder(model: str | Path, progress: Progress) -> Path:
+    """A folder as it is; a catalogue name (``"CosyVoice2-0.5B"``) or HF repo id as its folder under the models
+    dir, downloaded on first use (as ``cosydesk say --model NAME`` does). Anything else is taken as a folder, so
+    loading names what is wrong with it."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path
+    from cosydesk import hub
+
+    try:
+        hub.catalogue_entry(str(model))
+    except KeyError:
+        return path
+
+    def downloaded(done: int, total: int, what: str = "") -> None:
+        label = f"Downloading {model}" + (f": {what}" if what else "")
+        progress(f"{label} ({done / 1e6:.0f} of {total / 1e6:.0f} MB)", done / total if total else 0.0)
+
+    return hub.resolve_model(str(model), progress=downloaded)
+
+
 class Synthesizer:
-    """Loads one model folder and synthesises requests, streaming or not.
+    """Loads one model (a folder, or a catalogue name downloaded on first use) and synthesises requests.
 
     options: how the GPU backend runs (``EngineOptions``); None takes the defaults with the COSYDESK_*
     environment variables applied, read once here.
@@ -137,7 +158,7 @@ class Synthesizer:
 
         progress = progress or (lambda stage, fraction: None)
         self.options = options if options is not None else EngineOptions.from_env()
-        self.model_dir = Path(model_dir).expanduser()
+        self.model_dir = _model_folder(model_dir, progress)
         self.device = resolve_device(device)
         self.backend = resolve_backend(backend, self.device, precision)
         self.precision = "fp32" if self.backend == "eager-fp32" else "fp16"
