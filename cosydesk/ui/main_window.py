@@ -294,6 +294,7 @@ class MainWindow(FileDrops, QMainWindow):
         worker.loadProgress.connect(self._on_load_progress)
         worker.loaded.connect(self._on_loaded)
         worker.loadFailed.connect(self._on_load_failed)
+        worker.loadRefused.connect(self._on_load_refused)
         # Bound slots only: a lambda connected to a signal of the worker thread would run in that thread.
         worker.warmingUp.connect(self._on_warming_up)
         worker.warmedUp.connect(self._on_warmed_up)
@@ -406,6 +407,7 @@ class MainWindow(FileDrops, QMainWindow):
             self.show_message(self.tr("Cannot use {folder}: {problems}").format(
                 folder=folder, problems="; ".join(report.problems)), True)
             return False
+        self._model_before_load = self.model  # kept when the worker refuses the new folder
         self.settings.set(Key.MODEL_DIR, str(report.path))
         self.refresh_models()
         self.model = None
@@ -461,6 +463,19 @@ class MainWindow(FileDrops, QMainWindow):
     def _on_load_failed(self, message: str) -> None:
         self.model = None
         self._set_state("no_model")
+        self.show_message(message, True)
+
+    @Slot(str)
+    def _on_load_refused(self, message: str) -> None:
+        """The folder failed its checks before anything was dropped: the model loaded before stays in use."""
+        previous = getattr(self, "_model_before_load", None)
+        if previous is None:
+            self._on_load_failed(message)
+            return
+        self.model = previous
+        self.settings.set(Key.MODEL_DIR, str(previous.model_dir))
+        self.refresh_models()
+        self._set_state("ready")
         self.show_message(message, True)
 
     @Slot()
