@@ -29,6 +29,7 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
         ("cosydesk.audio.export", ("ExportError",)),
         ("cosydesk.frontend.audio_io", ("AudioInputError",)),
         ("cosydesk.frontend.tokenizer", ("TokenizerFilesMissing",)),
+        ("cosydesk.frontend.prompt", ("OnnxOutputError",)),
         ("cosydesk.hub", ("DownloadError",)),
         ("cosydesk.audio.player", ("AudioDeviceError",)),
     ):

@@ -24,6 +24,31 @@ from cosydesk.frontend.tokenizer import TextTokenizer
 
 # Flow mel frames per speech token in the 25 Hz models (v2/v3): 50 fps / 25 Hz.
 TOKEN_MEL_RATIO = {"v2": 2, "v3": 2}
+SPEAKER_EMBEDDING_DIM = 192  # CAM++ output width
+# speech tokenizers by file name: (token rate Hz, vocabulary) - v1 50 Hz / 4096, v2 and v3 25 Hz / 6561
+SPEECH_TOKENIZER_SPECS = {"speech_tokenizer_v1.onnx": (50, 4096), "speech_tokenizer_v2.onnx": (25, 6561),
+                          "speech_tokenizer_v3.onnx": (25, 6561)}
+TOKEN_COUNT_SLACK = 2  # a tokenizer may round up; more than twice its rate is not a speech tokenizer
+
+
+class OnnxOutputError(ValueError):
+    """An ONNX frontend network (campplus / speech tokenizer) failed or returned something it never returns: a
+    damaged or foreign file. One line naming the file and what it returned."""
+
+
+def _run(session, path: Path, feeds: dict) -> np.ndarray:
+    """The first output of ``session`` on ``feeds``; OnnxOutputError (naming ``path``) when the run fails."""
+    try:
+        outputs = session.run(None, feeds)
+    except MemoryError as err:
+        raise OnnxOutputError(f"{path}: ran out of memory computing its output: the file is damaged or not the "
+                              "released network; download the model again") from err
+    except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
+        detail = " ".join(str(err).split())[:160]
+        raise OnnxOutputError(f"{path}: failed to run ({type(err).__name__}: {detail})") from err
+    if not outputs or not isinstance(outputs[0], np.ndarray):
+        raise OnnxOutputError(f"{path}: returned no tensor")
+    return outputs[0]
 
 
 def _cpu_session(onnx_path: str | Path):
@@ -43,6 +68,7 @@ class SpeakerEncoder:
     """CAM++ speaker embedding from 16 kHz audio (campplus.onnx)."""
 
     def __init__(self, onnx_path: str | Path) -> None:
+        self.path = Path(onnx_path)
         self._session = _cpu_session(onnx_path)
         self._input = self._session.get_inputs()[0].name
 
@@ -53,14 +79,22 @@ class SpeakerEncoder:
             raise ValueError("audio too short for a speaker embedding (needs at least 25 ms at 16 kHz)")
         # Per-utterance mean normalisation (CMN) of the filterbanks.
         feats = feats - feats.mean(dim=0, keepdim=True)
-        (embedding,) = self._session.run(None, {self._input: feats.unsqueeze(0).numpy()})[:1]
+        embedding = _run(self._session, self.path, {self._input: feats.unsqueeze(0).numpy()})
+        if embedding.size != SPEAKER_EMBEDDING_DIM or embedding.dtype.kind != "f":
+            raise OnnxOutputError(f"{self.path}: returned a {embedding.dtype} tensor of shape {list(embedding.shape)}; "
+                                  f"a speaker encoder returns [1, {SPEAKER_EMBEDDING_DIM}] floats (the file is damaged "
+                                  "or not campplus.onnx)")
         return torch.from_numpy(np.ascontiguousarray(embedding, dtype=np.float32).reshape(1, -1))
 
 
 class SpeechTokenizer:
     """Discrete speech tokens from 16 kHz audio (speech_tokenizer_v*.onnx)."""
 
-    def __init__(self, onnx_path: str | Path) -> None:
+    def __init__(self, onnx_path: str | Path, vocab_size: int | None = None, token_rate_hz: int | None = None) -> None:
+        self.path = Path(onnx_path)
+        rate, vocab = SPEECH_TOKENIZER_SPECS.get(self.path.name, (50, 6561))
+        self.vocab_size = vocab_size or vocab
+        self.token_rate_hz = token_rate_hz or rate
         self._session = _cpu_session(onnx_path)
         inputs = self._session.get_inputs()
         if len(inputs) < 2:
@@ -77,8 +111,23 @@ class SpeechTokenizer:
             self._feats_input: feats.numpy(),
             self._length_input: np.array([feats.shape[2]], dtype=np.int32),
         }
-        ids = self._session.run(None, feeds)[0]
-        return torch.from_numpy(np.asarray(ids).reshape(1, -1).astype(np.int32))
+        ids = _run(self._session, self.path, feeds)
+        return torch.from_numpy(self._checked_ids(ids, seconds))
+
+    def _checked_ids(self, ids: np.ndarray, seconds: float) -> np.ndarray:
+        """[1, S] int32 ids from the raw output: integers, one row, 0..vocab-1, at most ~2x the token rate."""
+        limit = int(TOKEN_COUNT_SLACK * self.token_rate_hz * seconds) + 16
+        if ids.dtype.kind not in "iu" or ids.ndim == 0 or any(size != 1 for size in ids.shape[:-1]):
+            raise OnnxOutputError(f"{self.path}: returned a {ids.dtype} tensor of shape {list(ids.shape)}; a speech "
+                                  "tokenizer returns one row of integer token ids (the file is damaged or foreign)")
+        if ids.size > limit:
+            raise OnnxOutputError(f"{self.path}: returned {ids.size:,} speech tokens for {seconds:.1f} s of audio "
+                                  f"(at most {limit:,} expected at {self.token_rate_hz} Hz): the file is damaged")
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
+            raise OnnxOutputError(f"{self.path}: returned token ids from {int(ids.min())} to {int(ids.max())}; "
+                                  f"speech tokens are 0..{self.vocab_size - 1} (the file is damaged or from another "
+                                  "model)")
+        return np.ascontiguousarray(ids.reshape(1, -1).astype(np.int32))
 
 
 @dataclass

@@ -221,16 +221,16 @@ def read_regular_file(path: Path, limit: int, too_large: str) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror or err}") from err
+        raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from err
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{path} is not a regular file")
+            raise ConfigError(f"{path}: not a regular file")
         if info.st_size > limit:
-            raise ConfigError(f"{path} is {info.st_size:,} bytes: {too_large} (at most {limit:,} bytes are read)")
+            raise ConfigError(f"{path}: {info.st_size:,} bytes, {too_large} (at most {limit:,} bytes are read)")
         data = handle.read(limit + 1)
     if len(data) > limit:  # grew after the stat
-        raise ConfigError(f"{path} is over {limit:,} bytes: {too_large}")
+        raise ConfigError(f"{path}: over {limit:,} bytes, {too_large}")
     return data
 
 
@@ -240,7 +240,7 @@ def _read_limited(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ConfigError(f"{path} is not UTF-8 text (byte {err.start}): not a model yaml") from err
+        raise ConfigError(f"{path}: not UTF-8 text (byte {err.start}): not a model yaml") from err
 
 
 def _check_graph(root: yaml.Node, path: Path) -> None:
@@ -284,11 +284,11 @@ def read_yaml(path: str | Path, overrides: dict[str, Any] | None = None) -> dict
         loader = _Loader(text)  # its reader refuses control characters at once (a ReaderError)
         root = loader.get_single_node()
         if root is None:
-            raise ConfigError(f"{path} is empty: it does not hold a mapping of settings")
+            raise ConfigError(f"{path}: empty: it does not hold a mapping of settings")
         _check_graph(root, path)
         top = loader.construct_document(root)  # noqa: S506 - our loader only builds inert data
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid yaml: {' '.join(str(err).split())}") from err
+        raise ConfigError(f"{path}: not valid yaml: {' '.join(str(err).split())[:300]}") from err
     except RecursionError as err:
         raise ConfigError(f"{path}: nested too deeply to read") from err
     except ValueError as err:  # a scalar the constructor rejects, e.g. an integer of 5,000 digits
@@ -299,7 +299,7 @@ def read_yaml(path: str | Path, overrides: dict[str, Any] | None = None) -> dict
         if loader is not None:
             loader.dispose()
     if not isinstance(top, dict):
-        raise ConfigError(f"{path} does not hold a mapping of settings")
+        raise ConfigError(f"{path}: does not hold a mapping of settings")
     top.update(overrides or {})
     resolver = _Resolver(top, str(path))
     try:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from cosydesk.model.checkpoint import CheckpointError, load_checkpoint
-from cosydesk.model.config import ConfigError, Node, load_model_config
+from cosydesk.model.checkpoint import CheckpointError
+from cosydesk.model.config import ConfigError, Node
+
+if TYPE_CHECKING:
+    from cosydesk.model.validate import CheckedFolder
 
 
 @dataclass
@@ -68,25 +71,29 @@ def build_networks(version: str, config: dict[str, Any], model_dir: Path) -> tup
 
 
 def read_spk2info(path: Path) -> dict[str, dict[str, torch.Tensor]]:
-    """spk2info.pt: {speaker: {'embedding': [1,192], ...zero-shot prompt tensors...}}; missing file -> {}."""
-    if not path.is_file():
-        return {}
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - any unpickling failure means the same thing to the user
-        raise CheckpointError(f"{path} is corrupt or not a speaker table ({type(err).__name__})") from err
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise CheckpointError(f"{path} does not hold a speaker table (dict of dicts)")
-    return data
+    """spk2info.pt: {speaker: {'embedding': [1,192], ...zero-shot prompt tensors...}}; missing file -> {}.
+    Only read here; ``load`` checks each entry against the model (validate.check_speaker_table)."""
+    from cosydesk.model.validate import read_speaker_table
+
+    table = read_speaker_table(path)
+    if not all(isinstance(v, dict) for v in table.values()):
+        raise CheckpointError(f"{path}: does not hold a speaker table (dict of dicts)")
+    return table
 
 
-def load(model_dir: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> CosyVoiceModel:
-    """Open an official model folder (v1 cosyvoice.yaml, v2 cosyvoice2.yaml or v3 cosyvoice3.yaml)."""
-    model_dir = Path(model_dir)
-    version, config = load_model_config(model_dir)
+def load(model_dir: "str | Path | CheckedFolder", device: str | torch.device = "cpu",
+         dtype: torch.dtype = torch.float32) -> CosyVoiceModel:
+    """Open an official model folder (v1 cosyvoice.yaml, v2 cosyvoice2.yaml or v3 cosyvoice3.yaml).
+
+    The folder is validated first (validate.check_model_folder: every setting, checkpoint and table, before
+    anything is allocated); pass a CheckedFolder to reuse a validation already done."""
+    from cosydesk.model.validate import CheckedFolder, check_model_folder
+
+    checked = model_dir if isinstance(model_dir, CheckedFolder) else check_model_folder(model_dir)
+    version, config, model_dir = checked.version, checked.config, checked.model_dir
     llm, flow, hift = build_networks(version, config, model_dir)
-    for name, module, prefix in (("llm", llm, None), ("flow", flow, None), ("hift", hift, "generator.")):
-        load_checkpoint(module, model_dir / f"{name}.pt", strip_prefix=prefix)
+    for name, module in (("llm", llm), ("flow", flow), ("hift", hift)):
+        module.load_state_dict(checked.states[name], strict=True)  # keys, shapes, dtypes and values checked
     device = torch.device(device)
     for module in (llm, flow, hift):
         module.to(device=device, dtype=dtype).eval()
@@ -100,7 +107,7 @@ def load(model_dir: str | Path, device: str | torch.device = "cpu", dtype: torch
         hift=hift,
         device=device,
         dtype=dtype,
-        spk2info=read_spk2info(model_dir / "spk2info.pt"),
+        spk2info=checked.spk2info,
     )
 
 

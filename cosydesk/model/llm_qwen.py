@@ -53,10 +53,11 @@ def read_qwen_config(model_dir: str | Path) -> Qwen2Config:
     path = Path(model_dir) / BLANKEN_DIR / "config.json"
     if not path.is_file():
         raise ConfigError(f"{path} is missing: the Qwen2 backbone architecture is read from it")
-    from cosydesk.model.hf_files import read_json_object, refuse_custom_code
+    from cosydesk.model.hf_files import check_qwen_config_values, read_json_object, refuse_custom_code
 
     data = read_json_object(path, "a Qwen2 config")  # size-limited plain JSON; ConfigError names the file
     refuse_custom_code(path, data)  # Qwen2Config would ignore auto_map, but such a folder is not a released one
+    check_qwen_config_values(path, data)  # 0 heads, a vocabulary of 10**12: refused before anything is built
     try:
         config = Qwen2Config.from_dict(data)
     except (TypeError, ValueError, AttributeError) as err:
@@ -74,6 +75,8 @@ def build_qwen_backbone(config: Qwen2Config) -> Qwen2ForCausalLM:
     """
     with torch.device("meta"):
         model = Qwen2ForCausalLM(config)
+    if torch.get_default_device().type == "meta":  # built for the loader's size and shape check: no memory
+        return model.eval()
     model.to_empty(device="cpu")  # unties lm_head: each module gets its own new tensor
     if config.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight

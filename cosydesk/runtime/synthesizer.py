@@ -135,6 +135,14 @@ def _model_folder(model: str | Path, progress: Progress) -> Path:
     return hub.resolve_model(str(model), progress=downloaded)
 
 
+def check_model_folder(model_dir: str | Path) -> None:
+    """Every file of ``model_dir`` checked as ``Synthesizer`` would load it, allocating nothing (the app checks a
+    folder before dropping the model it has for it). Raises ConfigError / CheckpointError: ``<file>: <what>``."""
+    from cosydesk.model.validate import check_model_folder as check
+
+    check(Path(model_dir).expanduser(), for_synthesis=True)
+
+
 class Synthesizer:
     """Loads one model (a folder, or a catalogue name downloaded on first use) and synthesises requests.
 
@@ -162,8 +170,13 @@ class Synthesizer:
         self.device = resolve_device(device)
         self.backend = resolve_backend(backend, self.device, precision)
         self.precision = "fp32" if self.backend == "eager-fp32" else "fp16"
-        progress("Loading model", 0.0)
-        model = load(self.model_dir, device=self.device, dtype=torch.float32)
+        progress("Checking model files", 0.0)
+        from cosydesk.model.validate import check_model_folder
+
+        # every setting, checkpoint, table and tokenizer file checked before anything is allocated
+        checked = check_model_folder(self.model_dir, for_synthesis=True)
+        progress("Loading model", 0.05)
+        model = load(checked, device=self.device, dtype=torch.float32)
         if self.backend != "eager-fp32":
             from cosydesk.runtime.backends import accelerate
 

@@ -110,6 +110,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         worker.loadProgress.connect(self._on_load_progress)
         worker.loaded.connect(self._on_loaded)
         worker.loadFailed.connect(self._on_load_failed)
+        worker.loadRefused.connect(self._on_load_refused)
         # Bound slots only: a lambda connected to a signal of the worker thread would run in that thread.
         worker.warmingUp.connect(self._on_warming_up)
         worker.warmedUp.connect(self._on_warmed_up)

@@ -43,6 +43,7 @@ class ModelBar:
             self.show_message(self.tr("Cannot use {folder}: {problems}").format(
                 folder=folder, problems="; ".join(report.problems)), True)
             return False
+        self._model_before_load = self.model  # kept when the worker refuses the new folder
         self.settings.set(Key.MODEL_DIR, str(report.path))
         self.refresh_models()
         self.model = None
@@ -95,6 +96,18 @@ class ModelBar:
     def _on_load_failed(self, message: str) -> None:
         self.model = None
         self._set_state("no_model")
+        self.show_message(message, True)
+
+    def _on_load_refused(self, message: str) -> None:
+        """The folder failed its checks before anything was dropped: the model loaded before stays in use."""
+        previous = getattr(self, "_model_before_load", None)
+        if previous is None:
+            self._on_load_failed(message)
+            return
+        self.model = previous
+        self.settings.set(Key.MODEL_DIR, str(previous.model_dir))
+        self.refresh_models()
+        self._set_state("ready")
         self.show_message(message, True)
 
     def _on_warming_up(self) -> None:

@@ -79,6 +79,12 @@ def _default_factory(model_dir: str, progress: Callable[[str, float], None], **o
     return Synthesizer(model_dir, progress=progress, **options)
 
 
+def _default_folder_check(model_dir: str) -> None:
+    from cosydesk.runtime.synthesizer import check_model_folder
+
+    check_model_folder(model_dir)
+
+
 def _describe(error: BaseException) -> str:
     if isinstance(error, (ValueError, OSError, AudioDeviceError)):
         return str(error) or type(error).__name__
@@ -89,6 +95,7 @@ class SynthWorker(QObject):
     loadProgress = Signal(str, float)
     loaded = Signal(object)  # ModelSummary
     loadFailed = Signal(str)
+    loadRefused = Signal(str)  # the folder failed its checks; the model loaded before stays loaded
     warmingUp = Signal()
     warmedUp = Signal(float)  # seconds
     jobStarted = Signal(int)
@@ -105,12 +112,20 @@ class SynthWorker(QObject):
         self.recorder = recorder or LatencyRecorder()
         self.warmup = warmup
         self.synth = None
+        # every file of a folder is checked (no allocation) before the loaded model is dropped for it
+        self.folder_check = _default_folder_check if synthesizer_factory is None else None
 
     # -- model ----------------------------------------------------------------------------------------
     @Slot(str, dict)
     def load(self, model_dir: str, options: dict) -> None:
-        self.synth = None  # drop the old model before loading the next (memory)
         start = time.perf_counter()
+        if self.folder_check is not None and self.synth is not None:
+            try:
+                self.folder_check(model_dir)
+            except Exception as error:  # noqa: BLE001 - every refusal becomes a message
+                self.loadRefused.emit(f"Cannot load {Path(model_dir).name}: {_describe(error)}")
+                return
+        self.synth = None  # drop the old model before loading the next (memory)
         try:
             synth = self._factory(model_dir, progress=self.loadProgress.emit, **options)
         except Exception as error:  # noqa: BLE001 - every load failure becomes a message
