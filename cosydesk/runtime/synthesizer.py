@@ -409,7 +409,7 @@ class Synthesizer:
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[AudioChunk]:
         """Yield audio chunks as they are ready; raises SynthesisError subclasses for bad input."""
-        from cosydesk.runtime.pipeline import Cancelled, run_sentence
+        from cosydesk.runtime.pipeline import Cancelled, run_abandonable, run_sentence
 
         submit = time.perf_counter()
         if not isinstance(request, Request):
@@ -420,7 +420,11 @@ class Synthesizer:
         first = next(segments)  # text errors before voice errors, as before; the rest is normalised as needed
         sentences = _with_last(itertools.chain([first], segments))
         instruct = request.instruct.strip() if request.instruct and request.instruct.strip() else None
-        voice = self._voice_inputs(request, instruct)
+        try:  # prompt features run ONNX models that may never return: Stop abandons them (run_abandonable)
+            voice = (run_abandonable(lambda: self._voice_inputs(request, instruct), cancel, "cosydesk-prompt")
+                     if request.prompt_wav else self._voice_inputs(request, instruct))
+        except Cancelled:
+            return
         token_source = self._token_source(request)
         # the official streaming path cannot change speed; such requests run each sentence non-streaming
         stream = request.stream and request.speed == 1.0
