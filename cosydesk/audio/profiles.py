@@ -72,18 +72,26 @@ class VoiceProfile:
 
 
 def load_prompt_audio(path: str | Path) -> tuple[np.ndarray, int, list[str]]:
-    """(mono float32 samples, sample rate, warnings); ProfileError if the file is not readable audio."""
+    """(mono float32 samples, sample rate, warnings); ProfileError if the file is not readable audio, or is
+    sampled below 8 kHz, or is longer than MAX_SECONDS: those are refused from the file's header, before it is
+    decoded (a 2-hour 8-channel 192 kHz file would need 44 GB)."""
+    from cosydesk.frontend.audio_io import AudioInputError, read_mono
+
     file = Path(path)
     if not file.is_file():
         raise ProfileError([f"{file} does not exist"])
     try:
-        data, rate = sf.read(str(file), dtype="float32", always_2d=True)
+        channels = sf.info(str(file)).channels
     except (sf.LibsndfileError, RuntimeError, TypeError) as error:
         raise ProfileError([f"{file.name} is not an audio file that can be read (WAV, FLAC or OGG): {error}"]) from error
+    try:
+        pcm, rate = read_mono(file, max_seconds=MAX_SECONDS)
+    except AudioInputError as error:
+        raise ProfileError([str(error)]) from None
     warnings = []
-    if data.shape[1] > 1:
-        warnings.append(f"{file.name} has {data.shape[1]} channels; they were mixed down to mono")
-    return data.mean(axis=1).astype(np.float32), int(rate), warnings
+    if channels > 1:
+        warnings.append(f"{file.name} has {channels} channels; they were mixed down to mono")
+    return pcm, int(rate), warnings
 
 
 def check_prompt_audio(pcm: np.ndarray, sample_rate: int) -> PromptCheck:

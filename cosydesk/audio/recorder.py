@@ -1,6 +1,8 @@
 """Microphone recording for voice profiles (sounddevice InputStream into a preallocated buffer).
 
 What it must not do: touch Qt or allocate in the callback; it only copies samples and stores the block peak.
+Its buffer is sized once from the rate and the length limit, so both are checked first: a rate outside the
+8-384 kHz a voice prompt may have, or more than the prompt limit (frontend/limits.py), is refused in one line.
 """
 
 from __future__ import annotations
@@ -11,12 +13,19 @@ from typing import Any
 import numpy as np
 
 from cosydesk.audio.player import AudioDeviceError, load_sounddevice
+from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
+
+MIN_RATE_HZ, MAX_RATE_HZ = 8000, 384000  # as frontend.audio_io accepts for prompt files
 
 
 class MicRecorder:
     def __init__(self, sample_rate: int = 24000, max_seconds: float = 30.0, device: int | str | None = None,
                  sd_module: Any | None = None) -> None:
-        self.sample_rate = sample_rate
+        if not MIN_RATE_HZ <= int(sample_rate) <= MAX_RATE_HZ:
+            raise ValueError(f"cannot record at {sample_rate} Hz: choose {MIN_RATE_HZ}-{MAX_RATE_HZ} Hz")
+        if not 0 < max_seconds <= MAX_PROMPT_SECONDS:
+            raise ValueError(f"cannot record {max_seconds} s: a voice prompt is at most {MAX_PROMPT_SECONDS:g} s")
+        self.sample_rate = int(sample_rate)
         self.device = device
         self._sd = sd_module
         self._buffer = np.zeros(int(sample_rate * max_seconds), np.float32)

@@ -23,8 +23,40 @@ from cosydesk.runtime.schedule import ChunkCall, make_schedule
 from cosydesk.runtime.token2wav import Token2Wav
 
 
+CANCEL_CHECK_S = 0.05  # how often a wait looks at the cancel event (Stop ends a request within this)
+
+
 class Cancelled(Exception):
     """The caller's cancel event was set."""
+
+
+def run_abandonable(work: Callable[[], object], cancel: threading.Event | None, name: str):
+    """``work()`` on a daemon thread of its own, returning its result or raising its error; when ``cancel`` is set
+    first, raises Cancelled within CANCEL_CHECK_S and leaves the thread behind (its result is dropped). For
+    frontend work that holds no shared model state but may not return (an ONNX run that never finishes): Stop
+    still ends the request and the next one runs. Without ``cancel`` it runs on the caller's thread."""
+    if cancel is None:
+        return work()
+    box: dict = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as error:  # noqa: BLE001 - handed to the caller
+            box["error"] = error
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    while not done.wait(CANCEL_CHECK_S):
+        if cancel.is_set():
+            raise Cancelled()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 class TokenBuffer:
@@ -53,10 +85,15 @@ class TokenBuffer:
             self.error = error
             self.condition.notify_all()
 
-    def wait_for(self, count: int) -> tuple[int, bool]:
-        """Block until ``count`` tokens exist or production ended; returns (available, done)."""
+    def wait_for(self, count: int, cancel: threading.Event | None = None) -> tuple[int, bool]:
+        """Block until ``count`` tokens exist or production ended; returns (available, done). With ``cancel``,
+        raises Cancelled within CANCEL_CHECK_S of it being set, even while the LLM is inside a long step (a
+        token still wakes the wait at once: the timeout only bounds how late a Stop is seen)."""
         with self.condition:
-            self.condition.wait_for(lambda: len(self.tokens) >= count or self.done)
+            ready = lambda: len(self.tokens) >= count or self.done  # noqa: E731
+            while not self.condition.wait_for(ready, timeout=None if cancel is None else CANCEL_CHECK_S):
+                if cancel.is_set():
+                    raise Cancelled()
             if self.error is not None:
                 raise self.error
             return len(self.tokens), self.done
@@ -159,10 +196,10 @@ def run_sentence(
             if cancel.is_set():
                 raise Cancelled()
             if stream:
-                available, done = buffer.wait_for(schedule.tokens_needed())
+                available, done = buffer.wait_for(schedule.tokens_needed(), cancel)
                 call = schedule.next_call(available, done)
             else:
-                available, done = buffer.wait_for(1 << 62)
+                available, done = buffer.wait_for(1 << 62, cancel)
                 call = ChunkCall(0, available, 0, finalize=True)
             if cancel.is_set():
                 raise Cancelled()

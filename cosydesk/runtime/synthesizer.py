@@ -261,7 +261,7 @@ class Synthesizer:
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[AudioChunk]:
         """Yield audio chunks as they are ready; raises SynthesisError subclasses for bad input."""
-        from cosydesk.runtime.pipeline import Cancelled, run_sentence
+        from cosydesk.runtime.pipeline import Cancelled, run_abandonable, run_sentence
 
         submit = time.perf_counter()
         if not isinstance(request, Request):
@@ -271,7 +271,11 @@ class Synthesizer:
         segments = self.segments(request.text)
         first = next(segments)  # text errors before voice errors, as before; the rest is normalised as needed
         sentences = _with_last(itertools.chain([first], segments))
-        voice = self.frontend.voice_inputs(request)
+        try:  # prompt features run ONNX models that may never return: Stop abandons them (run_abandonable)
+            voice = (run_abandonable(lambda: self.frontend.voice_inputs(request), cancel, "cosydesk-prompt")
+                     if request.prompt_wav else self.frontend.voice_inputs(request))
+        except Cancelled:
+            return
         token_source = self._token_source(request)
         # the official streaming path cannot change speed; such requests run each sentence non-streaming
         stream = request.stream and request.speed == 1.0

@@ -79,6 +79,10 @@ def write_prompt(spec: dict, folder: Path, name: str) -> Path:
     if kind == "empty_file":
         path.write_bytes(b"")
         return path
+    if kind == "sparse_rf64":
+        from tests.support.sparse_audio import write_sparse_rf64
+
+        return write_sparse_rf64(path, spec["seconds"], spec["rate"], spec.get("channels", 1))
     rate, seconds = spec["rate"], spec["seconds"]
     t = np.arange(int(seconds * rate)) / rate
     if kind == "silence":

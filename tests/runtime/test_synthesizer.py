@@ -139,8 +139,8 @@ def test_consumer_wakes_without_polling(synth_v2, monkeypatch):
     woke: list[float] = []
     plain_wait_for = pipeline.TokenBuffer.wait_for
 
-    def wait_for(self, count):
-        result = plain_wait_for(self, count)
+    def wait_for(self, count, cancel=None):
+        result = plain_wait_for(self, count, cancel)
         woke.append(time.perf_counter())
         return result
 

@@ -6,6 +6,8 @@ closed at a chosen moment; prints `closing <time.monotonic()>` just before it cl
 ready:    closed once the model is loaded and warmed up (idle).
 speaking: closed while the worker is inside a synthesis step that takes 60 s and ignores Stop.
 loading:  closed while the model load takes 60 s (it cannot be interrupted).
+frontend: closed while a voice-profile request is inside a speech-tokenizer run that never returns (issue 31:
+          closing then aborted with rc -6).
 A close that waited for the worker would therefore take a minute.
 """
 
@@ -55,6 +57,14 @@ def factory(model, progress, **options):
 
 
 worker._default_factory = factory
+if moment == "frontend":
+    from cosydesk.frontend import prompt
+
+    def never_returns(self, wav16k):
+        inside_slow_step.set()
+        threading.Event().wait()
+
+    prompt.SpeechTokenizer.tokens = never_returns
 app = create_application([sys.argv[0]])
 
 
@@ -68,6 +78,18 @@ def poll() -> None:
     if not getattr(window, "_driver_watching", False):
         window._driver_watching = True
         window.controller.worker.warmedUp.connect(lambda seconds: warmed_up.set())
+    if moment == "frontend" and warmed_up.is_set() and window.state == "ready" and window.current_job is None:
+        import numpy as np
+        import soundfile as sf
+
+        from cosydesk.runtime.types import Request
+
+        wav = f"{window.data_dir}/prompt-for-close.wav"
+        sf.write(wav, (0.3 * np.sin(np.arange(48000) * 0.07)).astype(np.float32), 16000)
+        window.build_request = lambda text: Request(text, prompt_wav=wav, prompt_text="提示文本。")
+        window.text_edit.setPlainText("你好，世界。")
+        window.speak()
+        return
     if moment == "speaking" and warmed_up.is_set() and window.state == "ready" and window.current_job is None:
         window.text_edit.setPlainText("今天天气很好，我们去公园散步吧。明天会下雨，记得带伞。后天是晴天。")
         window.speak()

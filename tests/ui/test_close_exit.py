@@ -18,7 +18,7 @@ DRIVER = REPO_ROOT / "tests" / "ui" / "close_driver.py"
 EXIT_WITHIN_S = 1.0
 
 
-@pytest.mark.parametrize("moment", ["ready", "speaking", "loading"])
+@pytest.mark.parametrize("moment", ["ready", "speaking", "loading", "frontend"])
 def test_the_process_exits_within_a_second_of_the_window_closing(moment, tiny_v2_dir, tmp_path):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1",
            "COSYDESK_DATA_DIR": str(tmp_path / "data"), "COSYDESK_MODELS_DIR": str(tmp_path / "models")}
