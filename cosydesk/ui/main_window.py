@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (QComboBox, QDockWidget, QDoubleSpinBox, QFileDial
                                QMainWindow, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
 from cosydesk import hub
-from cosydesk.audio.export import ExportError, write_audio
 from cosydesk.audio.player import Player, list_output_devices
 from cosydesk.audio.profiles import VoiceProfileStore
 from cosydesk.frontend.text_file import TextFileError, read_text_file
@@ -27,6 +26,7 @@ from cosydesk.telemetry.sampler import TelemetrySampler
 from cosydesk.ui import i18n
 from cosydesk.ui.draft import DraftStore
 from cosydesk.ui.drops import FileDrops, drop_kind
+from cosydesk.ui.export_actions import AUDIO, SENTENCES, SUBTITLES, WindowExports
 from cosydesk.ui.history import HistoryStore
 from cosydesk.ui.history_panel import HistoryPanel
 from cosydesk.ui.load_status import StatusLine, loading_text, show_load_progress, speak_tooltip
@@ -74,6 +74,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.current_job: int | None = None
         self.last_result: UtteranceResult | None = None
         self._pending_request: Request | None = None
+        self.exports = WindowExports(self)  # File > Export… of the current utterance; finished ones to history
 
         self._build_widgets()
         self._build_menus()
@@ -210,6 +211,10 @@ class MainWindow(FileDrops, QMainWindow):
         self.recent_menu = RecentFilesMenu(self.recent_files, self.open_text_file, self)
         self.file_menu.addMenu(self.recent_menu)
         self.file_menu.addAction(self.export_action)
+        self.export_sentences_action = QAction(self)
+        self.export_subtitles_action = QAction(self)
+        self.file_menu.addAction(self.export_sentences_action)
+        self.file_menu.addAction(self.export_subtitles_action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.quit_action)
 
@@ -275,6 +280,8 @@ class MainWindow(FileDrops, QMainWindow):
         self.pause_action.triggered.connect(self.toggle_pause)
         self.export_button.clicked.connect(self._ask_export)
         self.export_action.triggered.connect(self._ask_export)
+        self.export_sentences_action.triggered.connect(lambda: self.exports.ask(SENTENCES))
+        self.export_subtitles_action.triggered.connect(lambda: self.exports.ask(SUBTITLES))
         self.open_text_action.triggered.connect(self._ask_open_text)
         self.quit_action.triggered.connect(self.close)
         self.diagnostics_action.triggered.connect(lambda: self.open_diagnostics())
@@ -341,12 +348,14 @@ class MainWindow(FileDrops, QMainWindow):
         self.stop_button.setToolTip(self.tr("Stop (Esc)"))
         self.pause_button.setToolTip(self.tr("Pause or resume playback (Pause key)"))
         self.pause_action.setText(self.tr("Pause"))
-        self.export_button.setText(self.tr("Export WAV…"))
+        self.export_button.setText(self.tr("Export…"))
         self.history_dock.setWindowTitle(self.tr("History"))
         self.file_menu.setTitle(self.tr("&File"))
         self.open_text_action.setText(self.tr("Open text…"))
         self.recent_menu.retranslate()
         self.export_action.setText(self.tr("Export current utterance…"))
+        self.export_sentences_action.setText(self.tr("Export one file per sentence…"))
+        self.export_subtitles_action.setText(self.tr("Export subtitles (.srt, .vtt)…"))
         self.quit_action.setText(self.tr("Quit"))
         self.speak_action.setText(self.tr("Speak"))
         self.stop_action.setText(self.tr("Stop"))
@@ -582,6 +591,9 @@ class MainWindow(FileDrops, QMainWindow):
             self._pending_request = request
             return None
         self.current_job = self.controller.speak(request)
+        voice = self.current_voice()
+        self.exports.spoken(self.current_job, request, voice[1] if voice else "",
+                            Path(self.model.model_dir).name if self.model else "")
         self._set_state("speaking")
         return self.current_job
 
@@ -630,22 +642,11 @@ class MainWindow(FileDrops, QMainWindow):
 
     @Slot(object)
     def _on_job_finished(self, result: UtteranceResult) -> None:
+        if not result.extra.get("replay"):
+            self.exports.job_finished(result)  # history (a stopped one marked partial), waiting exports
         if result.job_id != self.current_job:
             return
         self.current_job = None
-        if result.extra.get("replay"):
-            pass
-        elif len(result.pcm) and not result.cancelled:
-            self.last_result = result
-            voice = self.current_voice()
-            try:
-                entry = self.history.add(result.request.text, result.pcm, result.sample_rate,
-                                         voice=voice[1] if voice else "", style=result.request.instruct or "",
-                                         model=Path(self.model.model_dir).name if self.model else "",
-                                         first_audio_ms=result.first_audio_ms, rtf=result.rtf)
-                self.history_panel.add_entry(entry)
-            except (ExportError, OSError) as error:
-                self.show_message(self.tr("Could not save to history: {e}").format(e=error), True)
         if self.state == "speaking":
             self._set_state("ready")
 
@@ -692,25 +693,11 @@ class MainWindow(FileDrops, QMainWindow):
 
     # ------------------------------------------------------------------------------------------ export
     def _ask_export(self) -> None:
-        if self.last_result is None:
-            self.show_message(self.tr("Nothing to export yet: speak something first."), True)
-            return
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export audio"), "cosydesk.wav",
-                                              self.tr("WAV audio (*.wav);;FLAC audio (*.flac)"))
-        if path:
-            self.export_current(path)
+        self.exports.ask(AUDIO)
 
     def export_current(self, path: str | Path) -> bool:
-        if self.last_result is None:
-            self.show_message(self.tr("Nothing to export yet: speak something first."), True)
-            return False
-        try:
-            written = write_audio(path, self.last_result.pcm, self.last_result.sample_rate)
-        except ExportError as error:
-            self.show_message(str(error), True)
-            return False
-        self.show_message(self.tr("Saved {path}").format(path=written), False)
-        return True
+        """Export the current utterance to `path` (when it is still being synthesised: once it is complete)."""
+        return self.exports.export(path)
 
     # ------------------------------------------------------------------------------------------ audio device
     def _fill_audio_menu(self) -> None:
@@ -777,7 +764,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.pause_button.setEnabled(self.player.is_playing)
         self.pause_button.setChecked(paused)
         self.pause_button.setText(self.tr("Resume") if paused else self.tr("Pause"))
-        self.export_button.setEnabled(self.last_result is not None)
+        self.export_button.setEnabled(self.last_result is not None or self.exports.speaking_job() is not None)
         has_styles = bool(self.model and self.model.styles) or bool(
             self.model and (self.model.modes.get("instruct") or self.model.modes.get("instruct2")))
         self.style_combo.setEnabled(has_styles)
@@ -825,6 +812,7 @@ class MainWindow(FileDrops, QMainWindow):
         self._shut = True
         self.draft_timer.stop()
         self.save_draft()
+        self.history_panel.shutdown()  # what Undo could still bring back is deleted for good
         self.housekeeping.stop()
         self.telemetry_dock.timer.stop()
         self.settings.set(Key.GEOMETRY, self.saveGeometry())
