@@ -215,6 +215,9 @@ class MainWindow(FileDrops, QMainWindow):
         self.export_subtitles_action = QAction(self)
         self.file_menu.addAction(self.export_sentences_action)
         self.file_menu.addAction(self.export_subtitles_action)
+        self.voices_action = QAction(self)
+        self.voices_action.setObjectName("voicesAction")
+        self.file_menu.addAction(self.voices_action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.quit_action)
 
@@ -290,6 +293,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.stop_action.triggered.connect(self.stop)
         self.models_button.clicked.connect(lambda: self.open_model_manager())
         self.new_voice_button.clicked.connect(lambda: self.open_voice_dialog())
+        self.voices_action.triggered.connect(lambda: self.open_voice_manager())
         self.model_combo.activated.connect(self._on_model_chosen)
         self.language_group.triggered.connect(lambda a: self.set_language(a.data()))
         self.device_group.triggered.connect(lambda a: self._set_runtime_option(Key.DEVICE, a.data()))
@@ -356,6 +360,7 @@ class MainWindow(FileDrops, QMainWindow):
         self.export_action.setText(self.tr("Export current utterance…"))
         self.export_sentences_action.setText(self.tr("Export one file per sentence…"))
         self.export_subtitles_action.setText(self.tr("Export subtitles (.srt, .vtt)…"))
+        self.voices_action.setText(self.tr("Voice profiles…"))
         self.quit_action.setText(self.tr("Quit"))
         self.speak_action.setText(self.tr("Speak"))
         self.stop_action.setText(self.tr("Stop"))
@@ -550,6 +555,16 @@ class MainWindow(FileDrops, QMainWindow):
             dialog.exec()
         else:
             dialog.show()
+        return dialog
+
+    def open_voice_manager(self, modal: bool = True):
+        """File > Voice profiles…: preview, rename, re-record, delete (voice_manager.py)."""
+        from cosydesk.ui.voice_manager import VoiceManagerDialog
+
+        reserved = tuple(self.model.speakers) if self.model else ()
+        dialog = VoiceManagerDialog(self.voices, reserved, preview=self.controller.replay, parent=self)
+        dialog.changed.connect(self.refresh_voices)
+        dialog.exec() if modal else dialog.show()
         return dialog
 
     def _on_profile_saved(self, dialog: VoiceProfileDialog) -> None:
