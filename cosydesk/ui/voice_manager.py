@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QInputDia
 
 from cosydesk.audio.export import read_audio
 from cosydesk.audio.profiles import ProfileError, VoiceProfileStore
+from cosydesk.ui.history_panel import DETAILS_ROLE, LINES_ROLE, HistoryRowDelegate
 from cosydesk.ui.voice_dialog import VoiceProfileDialog
 
 NAME_ROLE = Qt.ItemDataRole.UserRole
@@ -36,6 +37,7 @@ class VoiceManagerDialog(QDialog):
         self.list = QListWidget(self)
         self.list.setObjectName("voiceList")
         self.list.setAlternatingRowColors(True)
+        self.list.setItemDelegate(HistoryRowDelegate(self.list))  # name above, details dimmer below
         self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
         self.list.itemActivated.connect(lambda *_: self.preview_current())
         self.problems_label = QLabel(self)
@@ -76,6 +78,8 @@ class VoiceManagerDialog(QDialog):
             item = QListWidgetItem(self.tr("{name}\n{seconds} s · “{transcript}”").format(
                 name=profile.name, seconds=f"{profile.duration_s:.1f}", transcript=transcript))
             item.setData(NAME_ROLE, profile.name)
+            item.setData(LINES_ROLE, [profile.name])
+            item.setData(DETAILS_ROLE, item.text().split("\n", 1)[1])
             item.setToolTip(profile.transcript)
             self.list.addItem(item)
             if profile.name == current:
