@@ -17,7 +17,7 @@ import struct
 
 import numpy as np
 
-from cosydesk.audio.formats import FORMATS, MP3_COMPRESSION_LEVEL, OPUS_RATES, available  # noqa: F401 (re-exported)
+from cosydesk.audio.formats import FORMATS, available
 from cosydesk.serve.resample import StreamResampler
 
 PCM_RATE = 24000  # OpenAI documents pcm as 24 kHz 16-bit mono
