@@ -67,8 +67,17 @@ def cmd_say(args: argparse.Namespace) -> int:
         return _list_speakers(args)
     from cosydesk.runtime import Request, Synthesizer
 
-    if args.output and Path(args.output).suffix.lower() not in (".wav", ".flac"):
-        raise UserError(f"output file {args.output} must end in .wav or .flac")
+    from cosydesk.audio.export import supported_suffixes
+    from cosydesk.audio.subtitles import SUBTITLE_SUFFIXES, SentenceTimeline
+
+    if args.output and Path(args.output).suffix.lower() not in supported_suffixes():
+        raise UserError(f"output file {args.output} must end in {', '.join(supported_suffixes())}")
+    if args.subtitles and Path(args.subtitles).suffix.lower() not in SUBTITLE_SUFFIXES:
+        raise UserError(f"subtitle file {args.subtitles} must end in .srt or .vtt")
+    if args.each_sentence and not args.output:
+        raise UserError("--each-sentence needs -o FILE (the files are named FILE-01, FILE-02, …)")
+    if args.float_wav and args.output and Path(args.output).suffix.lower() != ".wav":
+        raise UserError(f"--float-wav writes .wav files only, not {Path(args.output).name}")
     if args.text_file:
         if args.text:
             raise UserError("give the text either as an argument or with --text-file, not both")
@@ -89,6 +98,7 @@ def cmd_say(args: argparse.Namespace) -> int:
     for notice in synth.notices(request):
         print(f"note: {notice}", file=sys.stderr)
     pieces = []
+    timeline = SentenceTimeline()  # each sentence's samples: --subtitles and --each-sentence
     start = time.perf_counter()
     first_audio = None
 
@@ -98,6 +108,7 @@ def cmd_say(args: argparse.Namespace) -> int:
             if first_audio is None:
                 first_audio = time.perf_counter() - start
             pieces.append(chunk.pcm)
+            timeline.add(chunk.sentence_index, chunk.span, len(chunk.pcm), len(request.text))
             yield chunk
 
     playback_error = None
@@ -111,11 +122,21 @@ def cmd_say(args: argparse.Namespace) -> int:
 
     audio = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
     seconds = len(audio) / synth.sample_rate
-    if args.output:
+    if args.output and args.each_sentence:
+        from cosydesk.audio.utterance_export import write_sentence_files
+
+        written = write_sentence_files(args.output, audio, synth.sample_rate, timeline.ranges)
+        print(f"wrote {len(written)} files, {written[0].name} … {written[-1].name} ({seconds:.2f} s of audio)")
+    elif args.output:
         from cosydesk.audio.export import write_audio
 
         write_audio(args.output, audio, synth.sample_rate, subtype="FLOAT" if args.float_wav else None)
         print(f"wrote {args.output} ({seconds:.2f} s of audio)")
+    if args.subtitles:
+        from cosydesk.audio.subtitles import write_subtitles
+
+        write_subtitles(args.subtitles, request.text, timeline.ranges, synth.sample_rate)
+        print(f"wrote {args.subtitles} ({len(timeline.ranges)} sentences)")
     rtf = total / seconds if seconds else float("nan")
     print(f"first audio {1000 * (first_audio or total):.0f} ms, total {total:.2f} s, real-time factor {rtf:.3f} "
           f"({synth.version}, {synth.device}, {synth.backend})", file=sys.stderr)
@@ -192,7 +213,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--model", help="model folder (default: the recommended model, downloaded on first use)")
     sub = parser.add_subparsers(dest="command")
 
-    say = sub.add_parser("say", help="synthesise text to a WAV file or the speakers")
+    say = sub.add_parser("say", help="synthesise text to an audio file (WAV, FLAC, MP3, Opus, Ogg) or the speakers")
     say.add_argument("text", nargs="?", help="what to say (or use --text-file)")
     say.add_argument("--list-speakers", action="store_true",
                      help="list the model's built-in speakers, your saved voice profiles and the styles, then exit")
@@ -203,7 +224,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     say.add_argument("--instruct", help="emotion / style instruction or preset name")
     say.add_argument("--prompt-wav", help="zero-shot voice: a recording of the voice (<= 30 s)")
     say.add_argument("--prompt-text", help="transcript of --prompt-wav")
-    say.add_argument("-o", "--output", help="write the audio here (.wav or .flac), atomically")
+    say.add_argument("-o", "--output", help="write the audio here, atomically; the ending picks the format: .wav, "
+                     ".flac, .mp3, .opus (Ogg Opus) or .ogg (Ogg Vorbis)")
+    say.add_argument("--each-sentence", action="store_true",
+                     help="with -o FILE: one file per sentence, FILE-01, FILE-02, … instead of one file")
+    say.add_argument("--subtitles", metavar="FILE", help="write each sentence's start and end here (.srt or .vtt)")
     say.add_argument("--float-wav", action="store_true", help="write 32-bit float samples instead of 16-bit PCM")
     say.add_argument("--play", action="store_true", help="play through the sound card as chunks arrive")
     say.add_argument("--audio-device", default=None, help="PortAudio output device (index or name)")

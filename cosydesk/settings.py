@@ -33,6 +33,8 @@ class Key(str, Enum):
     SPEAKER = "voice/speaker"
     STYLE = "voice/style"
     SPEED = "voice/speed"
+    EXPORT_FOLDER = "export/folder"  # where the last export went ("" = the Music folder)
+    EXPORT_FORMAT = "export/format"  # wav | flac | mp3 | opus | ogg: the save dialog's filter last chosen
     GEOMETRY = "ui/geometry"
     WINDOW_STATE = "ui/window_state"
 
@@ -49,6 +51,8 @@ DEFAULTS: dict[Key, Any] = {
     Key.SPEAKER: "",
     Key.STYLE: "",
     Key.SPEED: 1.0,
+    Key.EXPORT_FOLDER: "",
+    Key.EXPORT_FORMAT: "wav",
     Key.GEOMETRY: b"",
     Key.WINDOW_STATE: b"",
 }
@@ -58,6 +62,7 @@ CHOICES: dict[Key, tuple[str, ...]] = {
     Key.BACKEND: ("auto", "eager", "cudagraph", "tensorrt"),
     Key.PRECISION: ("auto", "fp32", "fp16"),
     Key.LANGUAGE: ("system", "en", "zh_CN"),
+    Key.EXPORT_FORMAT: ("wav", "flac", "mp3", "opus", "ogg"),
 }
 
 

@@ -90,7 +90,7 @@ def test_bad_input_is_one_clear_line(case, tiny_v2_dir, tmp_path):
         extra = ["--prompt-wav", str(bogus), "--prompt-text", "你好"]
     elif case == "missing_model_dir":
         model = str(tmp_path / "does-not-exist")
-    out = tmp_path / ("out.mp3" if case == "bad_output_suffix" else "out.wav")
+    out = tmp_path / ("out.aiff" if case == "bad_output_suffix" else "out.wav")
     result = run_cli("say", text, "--model", model, "-o", str(out), *extra)
     assert result.returncode == 2, (case, result.stderr)
     lines = [line for line in result.stderr.strip().splitlines() if line.strip()]

@@ -1,4 +1,5 @@
-"""Atomic audio file writing (WAV, FLAC) for exports from the app and the CLI.
+"""Atomic audio file writing (WAV, FLAC, MP3, Opus, Ogg Vorbis: the table in formats.py) for exports from the
+app and the CLI.
 
 What it is for: a file either appears complete or not at all. Data goes to a temporary file in the
 target's folder, is flushed to disk, then renamed over the target with os.replace.
@@ -16,36 +17,40 @@ import numpy as np
 import soundfile as sf
 
 from cosydesk.atomic_file import create_temporary
+from cosydesk.audio.formats import format_for_path, resample, writable_formats
 from cosydesk.leftovers import remove_stale_export_temporaries
-
-_FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16")}
-
 
 class ExportError(OSError):
     """Writing an audio file failed; the message names the file and the reason."""
 
 
 def supported_suffixes() -> list[str]:
-    return list(_FORMATS)
+    """The file endings this installation can export to (".wav", ".flac", and ".mp3", ".opus", ".ogg" where
+    libsndfile writes them)."""
+    return [spec.suffix for spec in writable_formats()]
 
 
 def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subtype: str | None = None,
                 durable: bool = True) -> Path:
-    """Write mono float PCM to `path` (.wav or .flac) atomically; returns the path.
+    """Write mono float PCM to `path` (its ending picks the format: supported_suffixes()) atomically; returns
+    the path. Opus takes 8/12/16/24/48 kHz only: other rates are resampled to 24 kHz.
 
-    subtype: soundfile subtype; default PCM_16 (plays everywhere). Use "FLOAT" for a bit-exact WAV.
+    subtype: soundfile subtype; default the format's (16-bit PCM for WAV/FLAC). "FLOAT": a bit-exact WAV.
     durable: fsync before the rename (a user's export). The history skips it: fsync can block the UI
     thread for tens of milliseconds, and the rename alone already rules out a half-written file.
     """
     target = Path(path).expanduser()
     suffix = target.suffix.lower()
-    if suffix not in _FORMATS:
-        raise ExportError(f"cannot export {target.name}: use one of {', '.join(_FORMATS)}")
-    file_format, default_subtype = _FORMATS[suffix]
+    spec = format_for_path(target)
+    if spec is None or spec.suffix not in supported_suffixes():
+        raise ExportError(f"cannot export {target.name}: use one of {', '.join(supported_suffixes())}")
+    file_format, default_subtype = spec.major, spec.subtype
     remove_stale_export_temporaries(target)  # what a killed earlier export of this same file left behind
     samples = np.asarray(pcm, dtype=np.float32).reshape(-1)
     if sample_rate <= 0:
         raise ExportError(f"cannot export {target.name}: sample rate {sample_rate} is not positive")
+    if spec.rate_for(sample_rate) != sample_rate:
+        samples, sample_rate = resample(samples, sample_rate, spec.rate_for(sample_rate)), spec.rate_for(sample_rate)
     folder = target.parent
     if not folder.is_dir():
         raise ExportError(f"cannot export {target.name}: folder {folder} does not exist")
@@ -54,7 +59,7 @@ def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subt
     try:
         with os.fdopen(fd, "wb") as handle:
             sf.write(handle, np.clip(samples, -1.0, 1.0) if (subtype or default_subtype) != "FLOAT" else samples,
-                     sample_rate, format=file_format, subtype=subtype or default_subtype)
+                     sample_rate, format=file_format, subtype=subtype or default_subtype, **spec.options)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())

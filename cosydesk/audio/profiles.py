@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from cosydesk.atomic_file import write_atomically
 from cosydesk.audio.export import write_audio
 from cosydesk.leftovers import remove_leftover_temporaries
 from cosydesk.state_files import StateFileError, contained_file, ensure_folder, read_json
@@ -259,6 +260,45 @@ class VoiceProfileStore:
                       reserved_names: tuple[str, ...] = ()) -> VoiceProfile:
         pcm, rate, _warnings = load_prompt_audio(wav_path)
         return self.add(name, pcm, rate, transcript, reserved_names)
+
+    def _write_meta(self, profile: VoiceProfile) -> None:
+        data = {k: v for k, v in asdict(profile).items() if k != "folder"}
+        write_atomically(profile.folder / "profile.json", json.dumps(data, ensure_ascii=False, indent=1))
+
+    def _own(self, name: str) -> VoiceProfile:
+        profile = self.get(name)
+        if profile is None or profile.folder.is_symlink() or contained_file(self.root, profile.folder.name) is None:
+            raise ProfileError([f"there is no voice profile called {name!r}"])
+        return profile
+
+    def rename(self, name: str, new_name: str, reserved_names: tuple[str, ...] = ()) -> VoiceProfile:
+        """Give a profile another name (its folder stays); ProfileError says why not."""
+        profile = self._own(name)
+        clean = (new_name or "").strip()
+        if not clean:
+            raise ProfileError(["give the voice a name"])
+        if len(clean) > 200:
+            raise ProfileError([f"the name is {len(clean)} characters long; use at most 200"])
+        if clean != name and (clean in self.names() or clean in reserved_names):
+            raise ProfileError([f"a voice called {clean!r} exists already"])
+        profile.name = clean
+        self._write_meta(profile)
+        return profile
+
+    def replace_recording(self, name: str, pcm: np.ndarray, sample_rate: int, transcript: str) -> VoiceProfile:
+        """Re-record: new prompt audio and transcript for an existing profile, checked as for a new one. The
+        audio is replaced atomically; the old recording stays if anything is wrong."""
+        profile = self._own(name)
+        problems = check_transcript(transcript) + check_prompt_audio(pcm, sample_rate).problems
+        if problems:
+            raise ProfileError(problems)
+        samples = np.asarray(pcm, dtype=np.float32).reshape(-1)
+        write_audio(profile.wav_path, samples, sample_rate)
+        profile.transcript = transcript.strip()
+        profile.sample_rate = int(sample_rate)
+        profile.duration_s = round(len(samples) / sample_rate, 3)
+        self._write_meta(profile)
+        return profile
 
     def delete(self, name: str) -> bool:
         profile = self.get(name)

@@ -17,12 +17,11 @@ import struct
 
 import numpy as np
 
+from cosydesk.audio.formats import FORMATS, available
 from cosydesk.serve.resample import StreamResampler
 
 PCM_RATE = 24000  # OpenAI documents pcm as 24 kHz 16-bit mono
-OPUS_RATES = (8000, 12000, 16000, 24000, 48000)
 STREAMING_FORMATS = ("mp3", "opus", "wav", "pcm")
-MP3_COMPRESSION_LEVEL = 0.5  # with CBR: 80 kbit/s at 22.05/24 kHz mono
 OGG_PAGE_LATENCY_MS = 20.0
 _SFC_SET_OGG_PAGE_LATENCY_MS = 0x1302  # sndfile.h; soundfile has no wrapper for it
 
@@ -34,16 +33,7 @@ def to_s16le(pcm: np.ndarray) -> bytes:
 
 def available_formats() -> tuple[str, ...]:
     """The response formats this installation can write (MP3 and Opus need libsndfile >= 1.1 / 1.0.29)."""
-    import soundfile
-
-    major = soundfile.available_formats()
-    found = ["pcm", "wav"]
-    if "FLAC" in major:
-        found.append("flac")
-    if "MP3" in major:
-        found.append("mp3")
-    if "OGG" in major and "OPUS" in soundfile.available_subtypes("OGG"):
-        found.append("opus")
+    found = ["pcm", "wav"] + [key for key in ("flac", "mp3", "opus") if available(key)]
     return tuple(sorted(found, key=["mp3", "opus", "flac", "wav", "pcm"].index))
 
 
@@ -150,25 +140,16 @@ class SoundFileEncoder:
     def __init__(self, fmt: str, sample_rate: int) -> None:
         import soundfile
 
+        if fmt not in ("mp3", "opus", "flac"):
+            raise ValueError(f"SoundFileEncoder does not write {fmt!r}")
+        spec = FORMATS[fmt]
         self.format = fmt
-        rate = sample_rate
-        if fmt == "opus" and rate not in OPUS_RATES:
-            rate = 24000
+        rate = spec.rate_for(sample_rate)
         self._resampler = StreamResampler(sample_rate, rate)
         self.sample_rate = rate
         self._sink = _Sink()
-        options: dict = {}
-        if fmt == "mp3":
-            major, subtype = "MP3", "MPEG_LAYER_III"
-            options = {"compression_level": MP3_COMPRESSION_LEVEL, "bitrate_mode": "CONSTANT"}
-        elif fmt == "opus":
-            major, subtype = "OGG", "OPUS"
-        elif fmt == "flac":
-            major, subtype = "FLAC", "PCM_16"
-        else:
-            raise ValueError(f"SoundFileEncoder does not write {fmt!r}")
-        self._file = soundfile.SoundFile(self._sink, mode="w", samplerate=rate, channels=1, format=major,
-                                         subtype=subtype, **options)
+        self._file = soundfile.SoundFile(self._sink, mode="w", samplerate=rate, channels=1, format=spec.major,
+                                         subtype=spec.subtype, **spec.options)
         if fmt == "opus":
             _set_ogg_page_latency(self._file, OGG_PAGE_LATENCY_MS)
         self._pending = b""  # mp3: bytes held until the placeholder frame is recognised

@@ -14,7 +14,6 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QFileDialog
 
-from cosydesk.audio.export import ExportError, write_audio
 from cosydesk.frontend.text_file import TextFileError, read_text_file
 from cosydesk.ui.draft import DraftStore
 from cosydesk.ui.drops import drop_kind
@@ -69,25 +68,13 @@ class FileActions:
 
     # ------------------------------------------------------------------------------------------ export
     def _ask_export(self) -> None:
-        if self.last_result is None:
-            self.show_message(self.tr("Nothing to export yet: speak something first."), True)
-            return
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export audio"), "cosydesk.wav",
-                                              self.tr("WAV audio (*.wav);;FLAC audio (*.flac)"))
-        if path:
-            self.export_current(path)
+        from cosydesk.ui.export_actions import AUDIO
+
+        self.exports.ask(AUDIO)
 
     def export_current(self, path: str | Path) -> bool:
-        if self.last_result is None:
-            self.show_message(self.tr("Nothing to export yet: speak something first."), True)
-            return False
-        try:
-            written = write_audio(path, self.last_result.pcm, self.last_result.sample_rate)
-        except ExportError as error:
-            self.show_message(str(error), True)
-            return False
-        self.show_message(self.tr("Saved {path}").format(path=written), False)
-        return True
+        """Export the current utterance to `path` (when it is still being synthesised: once it is complete)."""
+        return self.exports.export(path)
 
     def _keep_draft(self) -> None:
         """The editor starts with the text it had when the app last closed, and keeps it on disk from then on:

@@ -30,6 +30,7 @@ import numpy as np
 
 from cosydesk.atomic_file import write_atomically
 from cosydesk.audio.export import read_audio, write_audio
+from cosydesk.audio.subtitles import SentenceRange, ranges_from_json, whole_text_range
 from cosydesk.file_lock import exclusive_lock
 from cosydesk.leftovers import remove_leftover_temporaries
 from cosydesk.state_files import StateFileError, contained_file, ensure_folder, read_json
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 INDEX_MAX_BYTES = 32 * 1024 * 1024  # 500 entries of long texts: a few MB
 LOCK_FILE = "index.lock"
+MAX_UNDO = 20  # deletes that Undo can take back
 
 
 @dataclass
@@ -53,6 +55,17 @@ class HistoryEntry:
     rtf: float | None
     sample_rate: int
     file: str  # WAV name inside the history folder
+    # added later: optional when reading an older index.json
+    speed: float | None = None
+    partial: bool = False  # stopped (or failed) before its end: what was synthesised until then
+    sentences: list[list[int]] | None = None  # [[start, end, text_start, text_end], ...] samples / characters
+
+    @property
+    def sentence_ranges(self) -> list[SentenceRange]:
+        """Each sentence's samples (the whole audio as one sentence for entries written before they were kept)."""
+        samples = int(round(self.duration_s * self.sample_rate))
+        found = ranges_from_json(self.sentences, samples, len(self.text)) if self.sentences else None
+        return found or whole_text_range(samples, self.text)
 
 
 def _number(value: Any) -> bool:
@@ -72,8 +85,12 @@ _CHECKS = {
     "rtf": lambda v: v is None or _number(v),
     "sample_rate": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1_000_000,
     "file": lambda v: isinstance(v, str),
+    "speed": lambda v: v is None or (_number(v) and 0 < v <= 10),
+    "partial": lambda v: isinstance(v, bool),
+    "sentences": lambda v: v is None or (isinstance(v, list) and len(v) <= 100_000),
 }
-_OPTIONAL = ("first_audio_ms", "rtf")
+_OPTIONAL = {"first_audio_ms": None, "rtf": None, "speed": None, "partial": False, "sentences": None}
+DELETED_PREFIX = ".deleted-"  # audio of an entry deleted this session, kept until undo is no longer offered
 
 
 def entry_from_json(item: Any, root: Path) -> HistoryEntry:
@@ -83,7 +100,7 @@ def entry_from_json(item: Any, root: Path) -> HistoryEntry:
     values = {}
     for spec in fields(HistoryEntry):
         if spec.name not in item and spec.name in _OPTIONAL:
-            values[spec.name] = None
+            values[spec.name] = _OPTIONAL[spec.name]
             continue
         if spec.name not in item:
             raise ValueError(f"an entry has no {spec.name!r}")
@@ -111,6 +128,8 @@ class HistoryStore:
                          f"({error.strerror or error})")
             return
         remove_leftover_temporaries(self.root)
+        self._deleted: list[tuple[int, HistoryEntry]] = []  # (position, entry) for undo, newest last
+        self._purge_deleted_audio()  # what an earlier session deleted and could no longer undo
         with self._lock(for_writing=False):
             self._entries = self._read_index()
 
@@ -232,7 +251,8 @@ class HistoryStore:
         return next((e for e in self._entries if e.id == entry_id), None)
 
     def add(self, text: str, pcm: np.ndarray, sample_rate: int, voice: str = "", style: str = "", model: str = "",
-            first_audio_ms: float | None = None, rtf: float | None = None) -> HistoryEntry:
+            first_audio_ms: float | None = None, rtf: float | None = None, speed: float | None = None,
+            partial: bool = False, sentences: list[SentenceRange] | None = None) -> HistoryEntry:
         if not self.available:
             raise OSError(f"the history folder {self.root} is not usable: {'; '.join(self.problems)}")
         entry_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
@@ -243,7 +263,9 @@ class HistoryStore:
                              duration_s=round(len(samples) / sample_rate, 3),
                              first_audio_ms=None if first_audio_ms is None else round(first_audio_ms, 1),
                              rtf=None if rtf is None or not np.isfinite(rtf) else round(float(rtf), 4),
-                             sample_rate=int(sample_rate), file=file)
+                             sample_rate=int(sample_rate), file=file,
+                             speed=None if speed is None else round(float(speed), 2), partial=bool(partial),
+                             sentences=[r.to_json() for r in sentences] if sentences else None)
         pruned: list[HistoryEntry] = []
         try:
             with self._changing() as entries:
@@ -269,13 +291,63 @@ class HistoryStore:
         return write_audio(path, pcm, rate)
 
     def delete(self, entry_id: str) -> bool:
-        removed: list[HistoryEntry] = []
+        """Take the entry out of the index; its audio is set aside (undo_delete brings both back) until
+        purge_deleted, the next start, or more than MAX_UNDO further deletes."""
+        removed: list[tuple[int, HistoryEntry]] = []
         with self._changing() as entries:
-            removed = [e for e in entries if e.id == entry_id]
+            removed = [(i, e) for i, e in enumerate(entries) if e.id == entry_id]
             entries[:] = [e for e in entries if e.id != entry_id]
-        for entry in removed:
-            self._remove_audio(entry)
+        for position, entry in removed:
+            path = self._audio_path(entry)
+            if path is not None and path.is_file():
+                os.replace(path, self.root / (DELETED_PREFIX + entry.file))
+                self._deleted.append((position, entry))
+        while len(self._deleted) > MAX_UNDO:
+            self._drop_deleted(self._deleted.pop(0)[1])
         return bool(removed)
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._deleted)
+
+    def undo_delete(self) -> HistoryEntry | None:
+        """Bring the most recently deleted entry back where it was; None when there is nothing to undo."""
+        if not self._deleted:
+            return None
+        position, entry = self._deleted.pop()
+        aside = contained_file(self.root, DELETED_PREFIX + entry.file)
+        target = self._audio_path(entry)
+        if aside is None or target is None or not aside.is_file():
+            raise OSError(f"the audio of {entry.id} is no longer in {self.root}; it cannot be brought back")
+        os.replace(aside, target)
+        try:
+            with self._changing() as entries:
+                entries.insert(min(position, len(entries)), entry)
+        except BaseException:
+            os.replace(target, aside)
+            self._deleted.append((position, entry))
+            raise
+        return entry
+
+    def purge_deleted(self) -> None:
+        """Delete for good what undo could still bring back (at shutdown)."""
+        while self._deleted:
+            self._drop_deleted(self._deleted.pop()[1])
+
+    def _drop_deleted(self, entry: HistoryEntry) -> None:
+        aside = contained_file(self.root, DELETED_PREFIX + entry.file)
+        if aside is not None:
+            aside.unlink(missing_ok=True)
+
+    def _purge_deleted_audio(self) -> None:
+        try:
+            names = [p.name for p in self.root.iterdir() if p.name.startswith(DELETED_PREFIX)]
+        except OSError:
+            return
+        for name in names:
+            path = contained_file(self.root, name)
+            if path is not None and path.is_file():
+                path.unlink(missing_ok=True)
 
     def clear(self) -> None:
         with self._changing() as entries:

@@ -37,6 +37,7 @@ from cosydesk.ui.window_layout import WindowLayout
 from cosydesk.ui.window_menus import WindowMenus
 from cosydesk.ui.window_status import WindowStatus
 from cosydesk.ui.worker import ModelSummary, SynthController, UtteranceResult
+from cosydesk.ui.export_actions import SENTENCES, SUBTITLES, WindowExports
 
 __all__ = ["MainWindow", "PROFILE", "SPEAKER", "voice_key"]
 
@@ -68,6 +69,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self.current_job: int | None = None
         self.last_result: UtteranceResult | None = None
         self._pending_request: Request | None = None
+        self.exports = WindowExports(self)  # File > Export… of the current utterance; finished ones to history
 
         self._build_widgets()
         self._build_menus()
@@ -91,6 +93,8 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self.pause_action.triggered.connect(self.toggle_pause)
         self.export_button.clicked.connect(self._ask_export)
         self.export_action.triggered.connect(self._ask_export)
+        self.export_sentences_action.triggered.connect(lambda: self.exports.ask(SENTENCES))
+        self.export_subtitles_action.triggered.connect(lambda: self.exports.ask(SUBTITLES))
         self.open_text_action.triggered.connect(self._ask_open_text)
         self.quit_action.triggered.connect(self.close)
         self.diagnostics_action.triggered.connect(lambda: self.open_diagnostics())
@@ -99,6 +103,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self.stop_action.triggered.connect(self.stop)
         self.models_button.clicked.connect(lambda: self.open_model_manager())
         self.new_voice_button.clicked.connect(lambda: self.open_voice_dialog())
+        self.voices_action.triggered.connect(lambda: self.open_voice_manager())
         self.model_combo.activated.connect(self._on_model_chosen)
         self.language_group.triggered.connect(lambda a: self.set_language(a.data()))
         self.device_group.triggered.connect(lambda a: self._set_runtime_option(Key.DEVICE, a.data()))
@@ -151,6 +156,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self._shut = True
         self.draft_timer.stop()
         self.save_draft()
+        self.history_panel.shutdown()  # what Undo could still bring back is deleted for good
         self.housekeeping.stop()
         self.telemetry_dock.timer.stop()
         self.settings.set(Key.GEOMETRY, self.saveGeometry())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cosydesk.audio.export import ExportError
 from cosydesk.runtime.types import Request
 from cosydesk.ui.voice_bar import PROFILE
 from cosydesk.ui.worker import ChunkInfo, UtteranceResult
@@ -50,6 +49,9 @@ class SpeakControl:
             self._pending_request = request
             return None
         self.current_job = self.controller.speak(request)
+        voice = self.current_voice()
+        self.exports.spoken(self.current_job, request, voice[1] if voice else "",
+                            Path(self.model.model_dir).name if self.model else "")
         self._set_state("speaking")
         return self.current_job
 
@@ -92,22 +94,11 @@ class SpeakControl:
             self.show_message(message, True)
 
     def _on_job_finished(self, result: UtteranceResult) -> None:
+        if not result.extra.get("replay"):
+            self.exports.job_finished(result)  # history (a stopped one marked partial), waiting exports
         if result.job_id != self.current_job:
             return
         self.current_job = None
-        if result.extra.get("replay"):
-            pass
-        elif len(result.pcm) and not result.cancelled:
-            self.last_result = result
-            voice = self.current_voice()
-            try:
-                entry = self.history.add(result.request.text, result.pcm, result.sample_rate,
-                                         voice=voice[1] if voice else "", style=result.request.instruct or "",
-                                         model=Path(self.model.model_dir).name if self.model else "",
-                                         first_audio_ms=result.first_audio_ms, rtf=result.rtf)
-                self.history_panel.add_entry(entry)
-            except (ExportError, OSError) as error:
-                self.show_message(self.tr("Could not save to history: {e}").format(e=error), True)
         if self.state == "speaking":
             self._set_state("ready")
 

@@ -89,6 +89,16 @@ class VoiceBar:
             dialog.show()
         return dialog
 
+    def open_voice_manager(self, modal: bool = True):
+        """File > Voice profiles…: preview, rename, re-record, delete (voice_manager.py)."""
+        from cosydesk.ui.voice_manager import VoiceManagerDialog
+
+        reserved = tuple(self.model.speakers) if self.model else ()
+        dialog = VoiceManagerDialog(self.voices, reserved, preview=self.controller.replay, parent=self)
+        dialog.changed.connect(self.refresh_voices)
+        dialog.exec() if modal else dialog.show()
+        return dialog
+
     def _on_profile_saved(self, dialog: VoiceProfileDialog) -> None:
         if dialog.profile is not None:
             self.refresh_voices()

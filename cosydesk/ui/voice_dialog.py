@@ -1,4 +1,5 @@
-"""New voice profile: a WAV file or a microphone recording, plus what is said in it."""
+"""New voice profile (or a new recording for an existing one): a WAV file or a microphone recording, plus what
+is said in it."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from cosydesk.ui.drops import FileDrops
 
 class VoiceProfileDialog(FileDrops, QDialog):
     def __init__(self, store: VoiceProfileStore, reserved_names: tuple[str, ...] = (),
-                 recorder_factory=MicRecorder, parent: QWidget | None = None) -> None:
+                 recorder_factory=MicRecorder, parent: QWidget | None = None,
+                 replacing: VoiceProfile | None = None) -> None:
         super().__init__(parent)
+        self.replacing = replacing  # re-record: this profile keeps its name, gets new audio and transcript
         self.setObjectName("voiceProfileDialog")
         self.store = store
         self.reserved_names = reserved_names
@@ -67,6 +70,11 @@ class VoiceProfileDialog(FileDrops, QDialog):
         layout.addWidget(self.problems_label)
         layout.addWidget(buttons)
         self.setWindowTitle(self.tr("New voice profile"))
+        if replacing is not None:
+            self.setWindowTitle(self.tr("Re-record “{name}”").format(name=replacing.name))
+            self.name_edit.setText(replacing.name)
+            self.name_edit.setReadOnly(True)
+            self.transcript_edit.setPlainText(replacing.transcript)
         self.file_button.clicked.connect(self._ask_file)
         self.record_button.toggled.connect(self._toggle_recording)
         # a recording dragged onto the dialog (its text fields included) loads as "Choose WAV file…" would
@@ -140,8 +148,12 @@ class VoiceProfileDialog(FileDrops, QDialog):
             self._show_problems([self.tr("Choose a WAV file or record your voice first.")])
             return False
         try:
-            self.profile = self.store.add(self.name_edit.text(), self.pcm, self.sample_rate,
-                                          self.transcript_edit.toPlainText(), self.reserved_names)
+            if self.replacing is not None:
+                self.profile = self.store.replace_recording(self.replacing.name, self.pcm, self.sample_rate,
+                                                            self.transcript_edit.toPlainText())
+            else:
+                self.profile = self.store.add(self.name_edit.text(), self.pcm, self.sample_rate,
+                                              self.transcript_edit.toPlainText(), self.reserved_names)
         except ProfileError as error:
             self._show_problems(error.problems)
             return False

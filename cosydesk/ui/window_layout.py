@@ -141,7 +141,7 @@ class WindowLayout:
         self.stop_button.setText(self.tr("Stop"))
         self.stop_button.setToolTip(self.tr("Stop (Esc)"))
         self.pause_button.setToolTip(self.tr("Pause or resume playback (Pause key)"))
-        self.export_button.setText(self.tr("Export WAV…"))
+        self.export_button.setText(self.tr("Export…"))
         self.history_dock.setWindowTitle(self.tr("History"))
         self.speaker_combo.setAccessibleName(self.tr("Voice"))
         self.style_combo.setAccessibleName(self.tr("Style"))

@@ -62,7 +62,7 @@ class WindowStatus:
         self.pause_button.setEnabled(self.player.is_playing)
         self.pause_button.setChecked(paused)
         self.pause_button.setText(self.tr("Resume") if paused else self.tr("Pause"))
-        self.export_button.setEnabled(self.last_result is not None)
+        self.export_button.setEnabled(self.last_result is not None or self.exports.speaking_job() is not None)
         has_styles = bool(self.model and self.model.styles) or bool(
             self.model and (self.model.modes.get("instruct") or self.model.modes.get("instruct2")))
         self.style_combo.setEnabled(has_styles)

@@ -25,6 +25,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from cosydesk.audio.player import AudioDeviceError, Player
+from cosydesk.audio.subtitles import SentenceRange, SentenceTimeline
 from cosydesk.runtime.types import Request
 from cosydesk.telemetry.recorder import LatencyRecorder
 
@@ -67,6 +68,7 @@ class UtteranceResult:
     cancelled: bool = False
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    sentences: list[SentenceRange] = field(default_factory=list)  # each sentence's samples in pcm (subtitles)
 
     @property
     def rtf(self) -> float:
@@ -180,6 +182,7 @@ class SynthWorker(QObject):
         token = self._begin_audio(rate)
         start = last = time.perf_counter()
         pieces: list[np.ndarray] = []
+        timeline = SentenceTimeline()
         first_audio_ms = None
         error = None
         try:
@@ -190,6 +193,7 @@ class SynthWorker(QObject):
                 pcm = np.asarray(chunk.pcm, dtype=np.float32).reshape(-1)
                 token = self._play(pcm, token, cancel)
                 pieces.append(pcm)
+                timeline.add(chunk.sentence_index, chunk.span, len(pcm), len(request.text))
                 audio_s = len(pcm) / rate
                 if first_audio_ms is None:
                     first_audio_ms = (now - start) * 1000.0
@@ -206,7 +210,7 @@ class SynthWorker(QObject):
         pcm = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         cancelled = cancel.is_set()
         result = UtteranceResult(job_id, request, pcm, rate, first_audio_ms, len(pcm) / rate, wall_s, len(pieces),
-                                 cancelled=cancelled, error=error)
+                                 cancelled=cancelled, error=error, sentences=timeline.ranges)
         if pieces and first_audio_ms is not None:
             self.recorder.record_utterance(first_audio_ms, result.rtf, result.audio_s, len(pieces), cancelled)
         if error is not None:

@@ -66,7 +66,7 @@ def test_disk_full_leaves_no_partial_file(tmp_path, monkeypatch):
 
 
 def test_bad_suffix_and_missing_folder(tmp_path):
-    with pytest.raises(export.ExportError, match=".wav, .flac"):
-        export.write_audio(tmp_path / "a.mp3", np.zeros(4), 24000)
+    with pytest.raises(export.ExportError, match=r"a\.aiff: use one of \.wav, \.flac"):
+        export.write_audio(tmp_path / "a.aiff", np.zeros(4), 24000)
     with pytest.raises(export.ExportError, match="does not exist"):
         export.write_audio(tmp_path / "no" / "a.wav", np.zeros(4), 24000)
