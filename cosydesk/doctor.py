@@ -91,39 +91,32 @@ def _on_windows() -> bool:
 
 
 def _probe_nvml() -> _Probe:
+    from cosydesk.telemetry import nvml
+
     probe = _Probe()
     try:
-        import pynvml
+        lib = nvml.library()
     except ImportError:
         probe.nvml_error = "nvidia-ml-py is not installed"
         return probe
     try:
-        pynvml.nvmlInit()
+        lib.nvmlInit()
     except Exception as error:  # noqa: BLE001 - no driver / no GPU / container without libnvidia-ml
         probe.nvml_error = f"NVML unavailable ({error})"
         return probe
     try:
-        version = pynvml.nvmlSystemGetDriverVersion()
-        probe.driver_version = version.decode() if isinstance(version, bytes) else str(version)
-        try:
-            cuda = int(pynvml.nvmlSystemGetCudaDriverVersion())
-            probe.driver_cuda = (cuda // 1000, (cuda % 1000) // 10)
-        except Exception:  # noqa: BLE001 - older NVML
-            pass
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            name = name.decode() if isinstance(name, bytes) else str(name)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        probe.driver_version = nvml.driver_version(lib)
+        probe.driver_cuda = nvml.driver_cuda_version(lib)
+        for index in range(lib.nvmlDeviceGetCount()):
+            handle = lib.nvmlDeviceGetHandleByIndex(index)
+            name = nvml.as_text(lib.nvmlDeviceGetName(handle))
+            major, minor = lib.nvmlDeviceGetCudaComputeCapability(handle)
+            memory = lib.nvmlDeviceGetMemoryInfo(handle)
             probe.gpus.append(_GpuInfo(index, name, (int(major), int(minor)), memory.free / 2**30, memory.total / 2**30))
     except Exception as error:  # noqa: BLE001
         probe.nvml_error = f"NVML query failed ({error})"
     finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+        nvml.shutdown(lib)
     return probe
 
 

@@ -19,12 +19,13 @@ class MemoryProbe:
         self.nvml_source = None
         if self.cuda:
             try:
-                import pynvml
+                from cosydesk.telemetry import nvml
 
-                pynvml.nvmlInit()
+                lib = nvml.library()
+                lib.nvmlInit()
                 index = device.index if device.index is not None else torch.cuda.current_device()
-                self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                self.pynvml = pynvml
+                self.handle = lib.nvmlDeviceGetHandleByIndex(index)
+                self.pynvml = lib
             except Exception:  # noqa: BLE001 - NVML is optional telemetry
                 self.handle = None
 

@@ -23,11 +23,11 @@ def machine_info(device) -> dict:
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
         try:
-            import pynvml
+            from cosydesk.telemetry import nvml
 
-            pynvml.nvmlInit()
-            driver = pynvml.nvmlSystemGetDriverVersion()
-            info["driver"] = driver.decode() if isinstance(driver, bytes) else driver
+            lib = nvml.library()
+            lib.nvmlInit()
+            info["driver"] = nvml.driver_version(lib)
         except Exception:  # noqa: BLE001
             pass
     return info

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import psutil
 
+from cosydesk.telemetry import nvml as nvml_library
+
 MB = 1024 * 1024
 
 
@@ -53,8 +55,7 @@ class NvmlSource:
     kind = "nvml"
 
     def __init__(self, nvml: Any | None = None, index: int = 0) -> None:
-        if nvml is None:
-            import pynvml as nvml  # nvidia-ml-py
+        nvml = nvml_library.library(nvml)
         self._nvml = nvml
         nvml.nvmlInit()
         try:
@@ -63,7 +64,7 @@ class NvmlSource:
         except Exception:
             nvml.nvmlShutdown()
             raise
-        self.device_name = name.decode() if isinstance(name, bytes) else str(name)
+        self.device_name = nvml_library.as_text(name)
         self.index = index
 
     def _try(self, read):
@@ -87,10 +88,7 @@ class NvmlSource:
         }
 
     def close(self) -> None:
-        try:
-            self._nvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+        nvml_library.shutdown(self._nvml)
 
 
 class CpuSource:
