@@ -31,6 +31,11 @@ class Key(str, Enum):
     SPEAKER = "voice/speaker"
     STYLE = "voice/style"
     SPEED = "voice/speed"
+    THEME = "ui/theme"  # system | light | dark
+    EXPORT_FORMAT = "export/format"  # wav | flac | mp3 | ogg (Ogg/Opus): what Export offers first
+    EXPORT_DIR = "export/folder"  # "" = the user's Music (or home) folder
+    HISTORY_SIZE = "history/max_entries"  # utterances kept in History; older ones are removed
+    VOICE_PROMPT_MAX_S = "voice/prompt_max_s"  # longest recording a new voice profile takes (<= 30 s)
     GEOMETRY = "ui/geometry"
     WINDOW_STATE = "ui/window_state"
 
@@ -47,6 +52,11 @@ DEFAULTS: dict[Key, Any] = {
     Key.SPEAKER: "",
     Key.STYLE: "",
     Key.SPEED: 1.0,
+    Key.THEME: "system",
+    Key.EXPORT_FORMAT: "wav",
+    Key.EXPORT_DIR: "",
+    Key.HISTORY_SIZE: 500,
+    Key.VOICE_PROMPT_MAX_S: 30.0,
     Key.GEOMETRY: b"",
     Key.WINDOW_STATE: b"",
 }
@@ -56,6 +66,15 @@ CHOICES: dict[Key, tuple[str, ...]] = {
     Key.BACKEND: ("auto", "eager", "cudagraph", "tensorrt"),
     Key.PRECISION: ("auto", "fp32", "fp16"),
     Key.LANGUAGE: ("system", "en", "zh_CN"),
+    Key.THEME: ("system", "light", "dark"),
+    Key.EXPORT_FORMAT: ("wav", "flac", "mp3", "ogg"),
+}
+
+#: Numeric settings outside these bounds (hand-edited files) are clamped into them.
+RANGES: dict[Key, tuple[float, float]] = {
+    Key.HISTORY_SIZE: (10, 5000),
+    Key.VOICE_PROMPT_MAX_S: (5.0, 30.0),
+    Key.SPEED: (0.5, 2.0),
 }
 
 
@@ -95,9 +114,13 @@ class Settings:
         try:
             if isinstance(default, bool):
                 return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
-            if isinstance(default, float):
+            if isinstance(default, (int, float)):
                 value = float(raw)
-                return value if math.isfinite(value) else default
+                if not math.isfinite(value):
+                    return default
+                low, high = RANGES.get(key, (-math.inf, math.inf))
+                value = min(max(value, low), high)
+                return int(round(value)) if isinstance(default, int) else value
             if isinstance(default, list):
                 value = json.loads(raw) if isinstance(raw, str) else list(raw)
                 # every list setting is a list of paths: a number, null, an object or a NUL in one is dropped
