@@ -27,9 +27,9 @@ def test_unreadable_or_unwritable_draft_is_not_an_error(tmp_path):
 
 def test_typed_text_survives_closing_the_window(qtbot, data_dir, monkeypatch):
     """Typing is saved once it pauses (and at close); the next window opens with it; clearing it clears the draft."""
-    import cosydesk.ui.main_window as main_window
+    import cosydesk.ui.file_actions as file_actions
 
-    monkeypatch.setattr(main_window, "DRAFT_SAVE_DELAY_MS", 50)
+    monkeypatch.setattr(file_actions, "DRAFT_SAVE_DELAY_MS", 50)
     window = make_window(qtbot, data_dir, factory())
     assert window.text_edit.toPlainText() == ""
     window.text_edit.setPlainText("写了一半的稿子")

@@ -232,7 +232,7 @@ def test_open_text_file_fills_the_editor_undoably_and_speaks_it(qtbot, data_dir,
     old text is one Ctrl+Z away; a missing or oversized file changes nothing and says why."""
     from PySide6.QtGui import QKeySequence
 
-    import cosydesk.ui.main_window as main_window
+    import cosydesk.ui.file_actions as file_actions
 
     made = factory()
     window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir)
@@ -252,7 +252,7 @@ def test_open_text_file_fills_the_editor_undoably_and_speaks_it(qtbot, data_dir,
 
     assert not window.open_text_file(tmp_path / "missing.txt")
     assert "cannot read" in window.error_label.text() and "missing.txt" in window.error_label.text()
-    monkeypatch.setattr(main_window, "MAX_TEXT_FILE_BYTES", 10)
+    monkeypatch.setattr(file_actions, "MAX_TEXT_FILE_BYTES", 10)
     assert not window.open_text_file(path)
     assert "split it" in window.error_label.text()
     assert window.text_edit.toPlainText() == "typed before"

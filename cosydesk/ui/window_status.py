@@ -1,0 +1,73 @@
+"""The main window's state and status bar: the message line, the state (no model, loading, warming, ready,
+speaking), the status bar texts and which controls are enabled.
+
+What it is for: one place that turns the window's state into what the user sees. A mixin of MainWindow.
+
+What it must not do: change the state on its own (callers call _set_state).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cosydesk.settings import Key
+from cosydesk.ui.load_status import loading_text, speak_tooltip
+
+
+class WindowStatus:
+    """Mixin of MainWindow: state, status bar and enabled controls."""
+
+    def show_message(self, text: str, is_error: bool = False) -> None:
+        self.error_label.setText(text)
+        self.error_label.setStyleSheet("" if is_error else "color: #1e6b30; font-weight: normal;")
+        self.error_label.setVisible(bool(text))
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.load_progress.setVisible(state == "loading")
+        self._update_status()
+        self._update_controls()
+
+    def _update_status(self) -> None:
+        if not hasattr(self, "status_state"):
+            return
+        names = {
+            "no_model": self.tr("No model loaded"),
+            "loading": loading_text(Path(self.settings.get(Key.MODEL_DIR) or "").name, self.load_stage,
+                                    self.load_fraction),
+            "warming": self.tr("Warming up…"),
+            "ready": self.tr("Ready"),
+            "speaking": self.tr("Speaking…"),
+        }
+        if not (self.state == "speaking" and self.status_state.text().startswith(names["speaking"][:-1])):
+            self.status_state.setText(names.get(self.state, self.state))
+        model = self.model
+        self.status_model.setText(self.tr("Model: {name} ({version}, {rate} Hz)").format(
+            name=Path(model.model_dir).name, version=model.version, rate=model.sample_rate) if model else "")
+        self.status_device.setText(self.tr("Device: {d}").format(d=model.device) if model else "")
+        self.status_backend.setText(self.tr("Backend: {b}").format(b=model.backend) if model else "")
+
+    def _update_controls(self) -> None:
+        if not hasattr(self, "stop_button"):
+            return
+        loaded = self.model is not None
+        self.speak_button.setEnabled(loaded)
+        self.speak_action.setEnabled(loaded)
+        tooltip = speak_tooltip(loaded, self.state == "loading")
+        if self.speak_button.toolTip() != tooltip:
+            self.speak_button.setToolTip(tooltip)
+        busy = self.state == "speaking" or self.player.is_playing or self._pending_request is not None
+        self.stop_button.setEnabled(busy)
+        paused = self.player.paused
+        self.pause_button.setEnabled(self.player.is_playing)
+        self.pause_button.setChecked(paused)
+        self.pause_button.setText(self.tr("Resume") if paused else self.tr("Pause"))
+        self.export_button.setEnabled(self.last_result is not None)
+        has_styles = bool(self.model and self.model.styles) or bool(
+            self.model and (self.model.modes.get("instruct") or self.model.modes.get("instruct2")))
+        self.style_combo.setEnabled(has_styles)
+        self.speed_spin.setEnabled(self.model is not None)
+
+    def _tick(self) -> None:
+        self.player.reap()
+        self._update_controls()
