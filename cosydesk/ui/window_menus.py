@@ -125,7 +125,9 @@ class WindowMenus:
         """Help → Diagnostics: the doctor's checks, run in the background (the window stays responsive)."""
         from cosydesk.ui.diagnostics import DiagnosticsDialog
 
-        dialog = DiagnosticsDialog(self)
+        known = [*self.settings.get(Key.EXTRA_MODEL_DIRS), self.settings.get(Key.MODEL_DIR)]
+        dialog = DiagnosticsDialog(self, model_dirs=[p for p in dict.fromkeys(known) if p],
+                                   models_dir=self.models_dir or hub.default_models_dir())
         dialog.show()
         return dialog
 
