@@ -82,7 +82,8 @@ def test_language_theme_history_and_output_apply_at_once(qtbot, data_dir):
         assert window.history.max_entries == 40 and window.settings.get(Key.HISTORY_SIZE) == 40
         dialog.language_combo.setCurrentIndex(dialog.language_combo.findData("zh_CN"))
         dialog.language_combo.activated.emit(dialog.language_combo.currentIndex())
-        assert window.speak_button.text() == "朗读" and dialog.windowTitle() == "首选项"
+        assert window.speak_button.text() == "朗读"
+        qtbot.waitUntil(lambda: dialog.windowTitle() == "首选项" and dialog.tabs.tabText(2) == "引擎", timeout=3000)
         assert dialog.output_combo.itemData(0) == ""  # the system default, then PortAudio's devices
         last = dialog.output_combo.count() - 1
         dialog.output_combo.setCurrentIndex(last)
