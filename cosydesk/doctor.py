@@ -341,10 +341,30 @@ def _weights_open(path: Path) -> str | None:
     try:
         import torch
 
-        torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+        try:
+            torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+        except RuntimeError as error:
+            if "zipfile" not in str(error):
+                raise
+            # Saved in torch's older (non-zip) format, which the runtime loads fine but mmap cannot map.
+            torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # noqa: BLE001
         return f"{path.name} does not open ({type(error).__name__}: {str(error).splitlines()[0][:120]})"
     return None
+
+
+def _unfinished_download(folder: Path) -> bool:
+    """A catalogue model's folder holding huggingface_hub's download state, or nothing yet."""
+    from cosydesk import hub
+
+    try:
+        hub.catalogue_entry(folder.name)
+    except KeyError:
+        return False
+    try:
+        return (folder / ".cache" / "huggingface").is_dir() or not any(folder.iterdir())
+    except OSError:
+        return False
 
 
 def _model_fix(folder: Path) -> str:
@@ -364,6 +384,11 @@ def check_model_folder(folder: Path, verify_hashes: bool = True) -> Check:
 
     label = f"model {folder.name}"
     report = hub.check_model_dir(folder)
+    if report.problems and _unfinished_download(folder):
+        # An interrupted download of a catalogue model (an older CosyDesk downloaded in place): the next download
+        # resumes it (hub._adopt_leftover); nothing is broken that the user did wrong.
+        return Check(label, WARN, "its download did not finish (" + "; ".join(report.problems) + ")",
+                     _model_fix(folder))
     if report.problems:
         return Check(label, FAIL, "; ".join(report.problems), _model_fix(folder))
     problems: list[str] = []

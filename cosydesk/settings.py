@@ -33,8 +33,12 @@ class Key(str, Enum):
     SPEAKER = "voice/speaker"
     STYLE = "voice/style"
     SPEED = "voice/speed"
-    EXPORT_FOLDER = "export/folder"  # where the last export went ("" = the Music folder)
-    EXPORT_FORMAT = "export/format"  # wav | flac | mp3 | opus | ogg: the save dialog's filter last chosen
+    EXPORT_FOLDER = "export/folder"  # where the last export went ("" = the user's Music, or home, folder)
+    EXPORT_DIR = "export/folder"  # the same key (an Enum alias): the Preferences dialog's name for it
+    EXPORT_FORMAT = "export/format"  # wav | flac | mp3 | opus | ogg: what Export offers first
+    THEME = "ui/theme"  # system | light | dark
+    HISTORY_SIZE = "history/max_entries"  # utterances kept in History; older ones are removed
+    VOICE_PROMPT_MAX_S = "voice/prompt_max_s"  # longest recording a new voice profile takes (<= 30 s)
     GEOMETRY = "ui/geometry"
     WINDOW_STATE = "ui/window_state"
 
@@ -51,8 +55,11 @@ DEFAULTS: dict[Key, Any] = {
     Key.SPEAKER: "",
     Key.STYLE: "",
     Key.SPEED: 1.0,
-    Key.EXPORT_FOLDER: "",
+    Key.THEME: "system",
     Key.EXPORT_FORMAT: "wav",
+    Key.EXPORT_FOLDER: "",
+    Key.HISTORY_SIZE: 500,
+    Key.VOICE_PROMPT_MAX_S: 30.0,
     Key.GEOMETRY: b"",
     Key.WINDOW_STATE: b"",
 }
@@ -62,7 +69,15 @@ CHOICES: dict[Key, tuple[str, ...]] = {
     Key.BACKEND: ("auto", "eager", "cudagraph", "tensorrt"),
     Key.PRECISION: ("auto", "fp32", "fp16"),
     Key.LANGUAGE: ("system", "en", "zh_CN"),
+    Key.THEME: ("system", "light", "dark"),
     Key.EXPORT_FORMAT: ("wav", "flac", "mp3", "opus", "ogg"),
+}
+
+#: Numeric settings outside these bounds (hand-edited files) are clamped into them.
+RANGES: dict[Key, tuple[float, float]] = {
+    Key.HISTORY_SIZE: (10, 5000),
+    Key.VOICE_PROMPT_MAX_S: (5.0, 30.0),
+    Key.SPEED: (0.5, 2.0),
 }
 
 
@@ -102,9 +117,13 @@ class Settings:
         try:
             if isinstance(default, bool):
                 return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
-            if isinstance(default, float):
+            if isinstance(default, (int, float)):
                 value = float(raw)
-                return value if math.isfinite(value) else default
+                if not math.isfinite(value):
+                    return default
+                low, high = RANGES.get(key, (-math.inf, math.inf))
+                value = min(max(value, low), high)
+                return int(round(value)) if isinstance(default, int) else value
             if isinstance(default, list):
                 value = json.loads(raw) if isinstance(raw, str) else list(raw)
                 # every list setting is a list of paths: a number, null, an object or a NUL in one is dropped

@@ -144,6 +144,7 @@ class TelemetrySampler:
         self._history: deque[SystemSample] = deque(maxlen=max(2, int(history_s / interval_s) + 2))
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set_interval() cuts the current wait short
         self._thread: threading.Thread | None = None
         self._process = psutil.Process()
 
@@ -159,6 +160,13 @@ class TelemetrySampler:
         with self._lock:
             self._history.append(sample)
         return sample
+
+    def set_interval(self, seconds: float) -> None:
+        """Sample every `seconds` from now on (the telemetry dock slows down while nothing happens)."""
+        seconds = max(0.05, float(seconds))
+        if seconds != self.interval_s:
+            self.interval_s = seconds
+            self._wake.set()
 
     def latest(self) -> SystemSample | None:
         with self._lock:
@@ -181,6 +189,7 @@ class TelemetrySampler:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout=2.0)
@@ -192,4 +201,5 @@ class TelemetrySampler:
                 self.sample_once()
             except Exception:  # noqa: BLE001 - a flaky driver read must not kill the sampler
                 pass
-            self._stop.wait(self.interval_s)
+            self._wake.wait(self.interval_s)
+            self._wake.clear()

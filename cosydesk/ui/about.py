@@ -1,5 +1,8 @@
 """Help → About CosyDesk: version, the libraries it runs on, where its files live, licences.
 
+The dialog sizes itself to the wrapped text and cannot be made smaller than it (a word-wrapped label in a
+freely resizable dialog was cut off at the bottom, D16).
+
 "Open data folder" shows the folder holding history, voice profiles and downloaded models in the system's file
 manager (Qt's QDesktopServices), which is where people look when they want to back up or free disk space.
 """
@@ -14,7 +17,9 @@ from pathlib import Path
 import PySide6
 from PySide6.QtCore import Qt, QUrl, qVersion
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLayout, QPushButton, QVBoxLayout, QWidget
+
+TEXT_WIDTH_CHARS = 64  # the text column's least width in average characters; the dialog sizes itself to the text
 
 
 def installed_version(name: str, missing: str = "not installed") -> str:
@@ -44,6 +49,7 @@ class AboutDialog(QDialog):
         self.text.setObjectName("aboutText")
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # paths can be copied
         self.text.setWordWrap(True)
+        self.text.setMinimumWidth(self.fontMetrics().averageCharWidth() * TEXT_WIDTH_CHARS)
         self.text.setText(
             "<h3>CosyDesk</h3><p>" + html.escape(self.tr("Local, real-time CosyVoice speech synthesis on your own GPU."))
             + f"</p><table>{table}</table><p>"
@@ -59,7 +65,9 @@ class AboutDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.addButton(self.open_folder_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
+        self.open_folder_button.setToolTip(self.tr("Show the folder with history, voices and models in the file manager"))
         layout = QVBoxLayout(self)
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetFixedSize)  # exactly as big as the wrapped text
         layout.addWidget(self.text)
         layout.addWidget(self.status)
         layout.addWidget(buttons)

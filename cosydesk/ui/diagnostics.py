@@ -1,5 +1,8 @@
 """Help → Diagnostics: the `cosydesk doctor` checks in a dialog.
 
+The models checked are those the app knows: the models folder and the folders added in the model manager
+(the main window passes them), so an added model shows up here as it does in the model list (D17).
+
 The checks (NVML, torch import, PortAudio probe, model folders) can take seconds, so they run on a plain Python
 thread and hand their result to the UI thread through a queued Qt signal; the dialog never blocks the window.
 """
@@ -17,11 +20,12 @@ class _Relay(QObject):
     done = Signal(str, str)  # report text, summary line
 
 
-def diagnostics_report(model_dirs=()) -> tuple[str, str]:
-    """(all check lines, 'N OK, N WARN, N FAIL') - the same lines `cosydesk doctor` prints."""
+def diagnostics_report(model_dirs=(), models_dir=None) -> tuple[str, str]:
+    """(all check lines, 'N OK, N WARN, N FAIL') - the same lines `cosydesk doctor` prints, for the models folder
+    `models_dir` and the extra folders `model_dirs` (those the user added)."""
     from cosydesk.doctor import run_checks
 
-    checks = run_checks(model_dirs=model_dirs, verify_hashes=False)
+    checks = run_checks(model_dirs=model_dirs, models_dir=models_dir, verify_hashes=False)
     counts = {status: sum(c.status == status for c in checks) for status in ("OK", "WARN", "FAIL")}
     summary = ", ".join(f"{n} {status}" for status, n in counts.items())
     return "\n".join(c.line() for c in checks), summary
@@ -30,7 +34,7 @@ def diagnostics_report(model_dirs=()) -> tuple[str, str]:
 class DiagnosticsDialog(QDialog):
     """Runs the checks in the background and shows them, with the command that fixes each problem."""
 
-    def __init__(self, parent: QWidget | None = None, model_dirs=()):
+    def __init__(self, parent: QWidget | None = None, model_dirs=(), models_dir=None):
         super().__init__(parent)
         self.setObjectName("diagnosticsDialog")
         self.setWindowTitle(self.tr("Diagnostics"))
@@ -47,16 +51,22 @@ class DiagnosticsDialog(QDialog):
         self._relay = _Relay(self)
         self._relay.done.connect(self._show)
         self.finished_checks = False
+        self.models_dir = models_dir
         threading.Thread(target=self._run, args=(tuple(model_dirs),), name="cosydesk-diagnostics", daemon=True).start()
 
     def _run(self, model_dirs) -> None:
         try:
-            text, summary = diagnostics_report(model_dirs)
+            text, summary = diagnostics_report(model_dirs, self.models_dir)
         except Exception as err:  # noqa: BLE001 - run_checks never raises, but the dialog must not hang
-            text, summary = f"{type(err).__name__}: {err}", "diagnostics failed"
+            text = f"{type(err).__name__}: {err}"
+            summary = self.tr("The diagnostics could not run: {error}").format(error=type(err).__name__)
         self._relay.done.emit(text, summary)
 
     def _show(self, text: str, summary: str) -> None:
         self.report.setPlainText(text)
+        counts = dict(part.split(" ")[::-1] for part in summary.split(", ")) if " OK" in summary else {}
+        if counts:  # "3 OK, 1 WARN, 0 FAIL" in the UI's language
+            summary = self.tr("{ok} passed, {warn} warnings, {fail} failed").format(
+                ok=counts.get("OK", 0), warn=counts.get("WARN", 0), fail=counts.get("FAIL", 0))
         self.summary.setText(summary)
         self.finished_checks = True

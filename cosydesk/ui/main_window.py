@@ -2,7 +2,7 @@
 
 What it is for: wiring widgets to the SynthController (worker thread), the Player, the history store, voice
 profiles and the telemetry dock. Every long operation goes through the controller; the UI thread only
-reacts to signals and to a 100 ms housekeeping timer.
+reacts to signals and to a housekeeping timer (100 ms while busy, 500 ms idle).
 
 The window is assembled from mixins, one concern each: window_layout (widgets), window_menus (menus and
 actions), model_bar (models), voice_bar (voices and styles), speak_control (speaking and job signals),
@@ -35,7 +35,8 @@ from cosydesk.ui.speak_control import SpeakControl
 from cosydesk.ui.voice_bar import PROFILE, SPEAKER, VoiceBar, voice_key
 from cosydesk.ui.window_layout import WindowLayout
 from cosydesk.ui.window_menus import WindowMenus
-from cosydesk.ui.window_status import WindowStatus
+from cosydesk.ui import theme
+from cosydesk.ui.window_status import IDLE_TICK_MS, WindowStatus
 from cosydesk.ui.worker import ModelSummary, SynthController, UtteranceResult
 from cosydesk.ui.export_actions import SENTENCES, SUBTITLES, WindowExports
 
@@ -56,7 +57,8 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self.player = player if player is not None else Player(device=audio_device)
         self.sampler = sampler or TelemetrySampler()
         self.sampler.start()
-        self.history = HistoryStore(self.data_dir / "history")
+        self.history = HistoryStore(self.data_dir / "history", max_entries=self.settings.get(Key.HISTORY_SIZE))
+        theme.apply_theme(self.settings.get(Key.THEME))
         self.voices = VoiceProfileStore(self.data_dir / "voices")
         self.controller = SynthController(synthesizer_factory, self.player, warmup=warmup, parent=self)
         self.model: ModelSummary | None = None
@@ -81,7 +83,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self._keep_draft()
 
         self.housekeeping = QTimer(self)
-        self.housekeeping.setInterval(100)
+        self.housekeeping.setInterval(IDLE_TICK_MS)  # _tick runs it at BUSY_TICK_MS while audio plays
         self.housekeeping.timeout.connect(self._tick)
         self.housekeeping.start()
         self.accept_file_drops(self.text_edit.viewport())  # files onto the window or the editor: files_dropped
@@ -105,9 +107,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self.new_voice_button.clicked.connect(lambda: self.open_voice_dialog())
         self.voices_action.triggered.connect(lambda: self.open_voice_manager())
         self.model_combo.activated.connect(self._on_model_chosen)
-        self.language_group.triggered.connect(lambda a: self.set_language(a.data()))
-        self.device_group.triggered.connect(lambda a: self._set_runtime_option(Key.DEVICE, a.data()))
-        self.backend_group.triggered.connect(lambda a: self._set_runtime_option(Key.BACKEND, a.data()))
+        self.preferences_action.triggered.connect(lambda: self.open_preferences())
         self.speaker_combo.currentIndexChanged.connect(self._update_controls)
         self.history_panel.replayRequested.connect(self.replay)
         self.history_panel.message.connect(self.show_message)

@@ -1,5 +1,9 @@
 """Model manager dialog: the catalogue with sizes and features, downloads with progress/cancel, "Add folder…".
 
+Rows: the catalogue models first, then the folders added by hand ("Add folder…", a folder dropped on the
+window), each with its version, size on disk and path; an added folder can be taken off the list again
+("Remove from list" never deletes files). Name columns size to their contents, so names are never cut off.
+
 What it must not do: block the UI thread on the network; downloads run in a QThread (DownloadWorker).
 """
 
@@ -12,8 +16,24 @@ from PySide6.QtCore import QEvent, QLocale, QObject, Qt, QThread, Signal, Slot
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
                                QProgressBar, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from dataclasses import dataclass
+
 from cosydesk import hub
 from cosydesk.settings import Key, Settings
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    name: str  # catalogue name, or the added folder's name
+    folder: Path
+    added: bool  # a folder added by hand (not a catalogue entry)
+
+
+def _folder_size_gb(folder: Path) -> float | None:
+    try:
+        return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e9
+    except OSError:
+        return None
 
 
 class DownloadWorker(QObject):
@@ -57,6 +77,7 @@ def known_model_dirs(settings: Settings, models_dir: Path | None = None) -> list
 
 class ModelManagerDialog(QDialog):
     modelChosen = Signal(str)  # folder to load
+    foldersChanged = Signal()  # an added folder was taken off the list
 
     COLUMNS = 4
 
@@ -68,13 +89,17 @@ class ModelManagerDialog(QDialog):
         self.models_dir = Path(models_dir) if models_dir else hub.default_models_dir()
         self._thread: QThread | None = None
         self._worker: DownloadWorker | None = None
-        self.table = QTableWidget(len(hub.CATALOGUE), self.COLUMNS, self)
+        self.rows: list[ModelRow] = []
+        self.table = QTableWidget(0, self.COLUMNS, self)
         self.table.setObjectName("modelTable")
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header = self.table.horizontalHeader()
+        for column in (0, 1, 3):  # names, sizes and states are shown whole (D18)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.setWordWrap(True)
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.status = QLabel(self)
@@ -93,12 +118,16 @@ class ModelManagerDialog(QDialog):
         self.use_button.setObjectName("useModelButton")
         self.add_folder_button = QPushButton(self)
         self.add_folder_button.setObjectName("addFolderButton")
+        self.remove_button = QPushButton(self)
+        self.remove_button.setObjectName("removeFolderButton")
+        self.remove_button.clicked.connect(self._remove_selected)
         self.download_button.clicked.connect(self.start_download)
         self.cancel_button.clicked.connect(self.cancel_download)
         self.use_button.clicked.connect(self._use_selected)
         self.add_folder_button.clicked.connect(self._ask_folder)
         row = QHBoxLayout()
-        for button in (self.download_button, self.cancel_button, self.use_button, self.add_folder_button):
+        for button in (self.download_button, self.cancel_button, self.use_button, self.add_folder_button,
+                       self.remove_button):
             row.addWidget(button)
         row.addStretch(1)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
@@ -112,7 +141,7 @@ class ModelManagerDialog(QDialog):
         layout.addWidget(self.status)
         layout.addLayout(row)
         layout.addWidget(close)
-        self.resize(820, 420)
+        self.resize(900, 460)
         self.retranslate()
         self.select(select or hub.DEFAULT_MODEL)
 
@@ -136,45 +165,108 @@ class ModelManagerDialog(QDialog):
         self.cancel_button.setText(self.tr("Cancel download"))
         self.use_button.setText(self.tr("Use this model"))
         self.add_folder_button.setText(self.tr("Add folder…"))
+        self.remove_button.setText(self.tr("Remove from list"))
+        self.table.setToolTip(self.tr("Catalogue models and the folders you added; select one to use it."))
+        self.download_button.setToolTip(self.tr("Download the selected catalogue model (resumes where it stopped)"))
+        self.cancel_button.setToolTip(self.tr("Stop the download; what was downloaded is kept"))
+        self.use_button.setToolTip(self.tr("Load the selected model in the main window"))
+        self.add_folder_button.setToolTip(self.tr("Use a CosyVoice model folder you already have"))
+        self.remove_button.setToolTip(self.tr("Take the selected added folder off the list (its files stay on disk)"))
         self.refresh()
+
+    def _added_folders(self) -> list[Path]:
+        catalogue = {self.models_dir / info.name for info in hub.CATALOGUE}
+        seen: list[Path] = []
+        for entry in self.settings.get(Key.EXTRA_MODEL_DIRS):
+            path = Path(entry)
+            if path not in catalogue and path not in seen:
+                seen.append(path)
+        return seen
 
     def refresh(self) -> None:
         chinese = self._chinese()
-        for row, info in enumerate(hub.CATALOGUE):
-            name = info.name + ("  ★" if info.recommended else "")
-            installed = hub.check_model_dir(self.models_dir / info.name).loadable
-            cells = [name, f"~{info.size_gb:.1f} GB", info.summary_zh if chinese else info.summary_en,
-                     self.tr("installed") if installed else self.tr("not installed")]
+        selected = self.selected_row()
+        self.rows = [ModelRow(info.name, self.models_dir / info.name, False) for info in hub.CATALOGUE]
+        self.rows += [ModelRow(folder.name, folder, True) for folder in self._added_folders()]
+        self.table.setRowCount(len(self.rows))
+        for row, entry in enumerate(self.rows):
+            if entry.added:
+                report = hub.check_model_dir(entry.folder)
+                size = _folder_size_gb(entry.folder) if entry.folder.is_dir() else None
+                offers = self.tr("Added folder ({version} model): {path}").format(
+                    version=report.version or "?", path=entry.folder)
+                cells = [entry.name, "–" if size is None else f"{size:.1f} GB", offers,
+                         self.tr("added") if report.loadable else self.tr("cannot be used")]
+                tooltip = str(entry.folder) if report.loadable else "\n".join([str(entry.folder), *report.problems])
+            else:
+                info = hub.catalogue_entry(entry.name)
+                installed = hub.check_model_dir(entry.folder).loadable
+                cells = [info.name + ("  ★" if info.recommended else ""), f"~{info.size_gb:.1f} GB",
+                         info.summary_zh if chinese else info.summary_en,
+                         self.tr("installed") if installed else self.tr("not installed")]
+                tooltip = f"{info.name} ({info.hf_repo})"
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, info.name)
+                item.setData(Qt.ItemDataRole.UserRole, entry.name)
+                item.setToolTip(tooltip if column != 2 else text)
                 self.table.setItem(row, column, item)
+        self.table.resizeColumnsToContents()
         self.table.resizeRowsToContents()
+        if selected is not None and selected in self.rows:
+            self.table.selectRow(self.rows.index(selected))
         self._update_buttons()
 
     # -- selection ----------------------------------------------------------------------------------------
     def select(self, name: str) -> None:
-        for row, info in enumerate(hub.CATALOGUE):
-            if info.name == name:
+        """Select the row of catalogue model `name` (or of an added folder, by name or path)."""
+        for row, entry in enumerate(self.rows):
+            if name in (entry.name, str(entry.folder)):
                 self.table.selectRow(row)
                 return
 
-    def selected_name(self) -> str | None:
+    def selected_row(self) -> ModelRow | None:
+        if not hasattr(self, "table") or self.table.selectionModel() is None:
+            return None
         rows = self.table.selectionModel().selectedRows()
-        return hub.CATALOGUE[rows[0].row()].name if rows else None
+        return self.rows[rows[0].row()] if rows and rows[0].row() < len(self.rows) else None
+
+    def selected_name(self) -> str | None:
+        """The selected catalogue model's name (None for an added folder or no selection)."""
+        row = self.selected_row()
+        return row.name if row is not None and not row.added else None
 
     def _update_buttons(self) -> None:
-        name = self.selected_name()
+        row = self.selected_row()
         downloading = self._worker is not None
-        installed = bool(name) and hub.check_model_dir(self.models_dir / name).loadable
-        self.download_button.setEnabled(bool(name) and not downloading and not installed)
+        installed = row is not None and hub.check_model_dir(row.folder).loadable
+        self.download_button.setEnabled(row is not None and not row.added and not downloading and not installed)
         self.use_button.setEnabled(installed and not downloading)
+        self.remove_button.setEnabled(row is not None and row.added)
 
     def _use_selected(self) -> None:
-        name = self.selected_name()
-        if name:
-            self.modelChosen.emit(str(self.models_dir / name))
+        row = self.selected_row()
+        if row is not None:
+            self.modelChosen.emit(str(row.folder))
             self.accept()
+
+    def _remove_selected(self) -> None:
+        row = self.selected_row()
+        if row is not None and row.added:
+            self.remove_folder(row.folder)
+
+    def remove_folder(self, folder: str | Path) -> bool:
+        """Take an added folder off the list (the files stay where they are). True if it was listed."""
+        folder = Path(folder)
+        extra = self.settings.get(Key.EXTRA_MODEL_DIRS)
+        kept = [p for p in extra if Path(p) != folder]
+        if len(kept) == len(extra):
+            return False
+        self.settings.set(Key.EXTRA_MODEL_DIRS, kept)
+        self.status.setText(self.tr("Removed {folder} from the list; its files are still on disk.").format(
+            folder=folder))
+        self.refresh()
+        self.foldersChanged.emit()
+        return True
 
     # -- add folder ---------------------------------------------------------------------------------------
     def _ask_folder(self) -> None:
@@ -196,6 +288,8 @@ class ModelManagerDialog(QDialog):
         if report.missing_optional:
             message += "\n" + self.tr("It works, but:") + "\n• " + "\n• ".join(report.missing_optional)
         self.status.setText(message)
+        self.refresh()
+        self.select(str(report.path))
         self.modelChosen.emit(str(report.path))
         return True
 

@@ -1,8 +1,9 @@
-"""The main window's menus and window-wide shortcuts: File, Settings (language, compute device, backend,
-audio output), View and Help, plus Speak / Stop / Pause as actions.
+"""The main window's menus and window-wide shortcuts: File, Settings (Preferences…, Ctrl+,), View and Help,
+plus Speak / Stop / Pause as actions.
 
-What it is for: building and labelling the menus, and the small handlers that live only in them (language,
-audio output device, Help dialogs). A mixin of MainWindow.
+What it is for: building and labelling the menus, and the small handlers behind them (Preferences and what its
+changes do: language, theme, audio output device, engine options, history size; Help dialogs). A mixin of
+MainWindow.
 
 What it must not do: speak, load models or touch the worker beyond stopping it for a device change.
 """
@@ -13,9 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 
 from cosydesk import hub
-from cosydesk.audio.player import list_output_devices
 from cosydesk.settings import Key
-from cosydesk.ui import i18n
+from cosydesk.ui import i18n, theme
 from cosydesk.ui.recent_files import RecentFilesMenu, RecentTextFiles
 
 
@@ -60,35 +60,11 @@ class WindowMenus:
         self.addAction(self.pause_action)
 
         self.settings_menu = menu.addMenu("")
-        self.language_menu = self.settings_menu.addMenu("")
-        self.language_group = QActionGroup(self)
-        self.language_actions: dict[str, QAction] = {}
-        for code in ("system", "en", "zh_CN"):
-            action = QAction(self.language_group)
-            action.setCheckable(True)
-            action.setData(code)
-            self.language_menu.addAction(action)
-            self.language_actions[code] = action
-        self.language_actions.get(self.settings.get(Key.LANGUAGE), self.language_actions["system"]).setChecked(True)
-        self.device_menu = self.settings_menu.addMenu("")
-        self.device_group = QActionGroup(self)
-        for code in ("auto", "cpu", "cuda"):
-            action = QAction(code, self.device_group)
-            action.setCheckable(True)
-            action.setData(code)
-            action.setChecked(code == self.settings.get(Key.DEVICE))
-            self.device_menu.addAction(action)
-        self.backend_menu = self.settings_menu.addMenu("")
-        self.backend_group = QActionGroup(self)
-        for code in ("auto", "eager", "cudagraph", "tensorrt"):
-            action = QAction(code, self.backend_group)
-            action.setCheckable(True)
-            action.setData(code)
-            action.setChecked(code == self.settings.get(Key.BACKEND))
-            self.backend_menu.addAction(action)
-        self.audio_menu = self.settings_menu.addMenu("")
-        self.audio_menu.aboutToShow.connect(self._fill_audio_menu)
-        self.audio_group = QActionGroup(self)
+        self.preferences_action = QAction(self)  # every setting, applied live (ui/preferences.py)
+        self.preferences_action.setObjectName("preferencesAction")
+        self.preferences_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
+        self.settings_menu.addAction(self.preferences_action)
         self.view_menu = menu.addMenu("")
         self.view_menu.addAction(self.history_dock.toggleViewAction())
         self.view_menu.addAction(self.telemetry_dock.toggleViewAction())
@@ -114,18 +90,7 @@ class WindowMenus:
         self.speak_action.setText(self.tr("Speak"))
         self.stop_action.setText(self.tr("Stop"))
         self.settings_menu.setTitle(self.tr("&Settings"))
-        self.language_menu.setTitle(self.tr("Language"))
-        self.language_actions["system"].setText(self.tr("Follow the system"))
-        self.language_actions["en"].setText("English")
-        self.language_actions["zh_CN"].setText("中文（简体）")
-        self.device_menu.setTitle(self.tr("Compute device"))
-        self.backend_menu.setTitle(self.tr("Backend"))
-        for action in self.backend_group.actions():
-            if action.data() == "tensorrt":  # never run on a GPU of ours yet: never chosen by auto (backends.py)
-                action.setText(self.tr("tensorrt (experimental)"))
-                action.setToolTip(self.tr("TensorRT engines are built and cached, but none has run on a GPU "
-                                          "of ours yet; auto never picks it"))
-        self.audio_menu.setTitle(self.tr("Audio output"))
+        self.preferences_action.setText(self.tr("Preferences…"))
         self.view_menu.setTitle(self.tr("&View"))
         self.help_menu.setTitle(self.tr("&Help"))
         self.diagnostics_action.setText(self.tr("Diagnostics…"))
@@ -135,7 +100,9 @@ class WindowMenus:
         """Help → Diagnostics: the doctor's checks, run in the background (the window stays responsive)."""
         from cosydesk.ui.diagnostics import DiagnosticsDialog
 
-        dialog = DiagnosticsDialog(self)
+        known = [*self.settings.get(Key.EXTRA_MODEL_DIRS), self.settings.get(Key.MODEL_DIR)]
+        dialog = DiagnosticsDialog(self, model_dirs=[p for p in dict.fromkeys(known) if p],
+                                   models_dir=self.models_dir or hub.default_models_dir())
         dialog.show()
         return dialog
 
@@ -158,18 +125,30 @@ class WindowMenus:
         self.history_panel.reload()
         return language
 
-    def _fill_audio_menu(self) -> None:
-        self.audio_menu.clear()
-        for action in self.audio_group.actions():
-            self.audio_group.removeAction(action)
-        current = self.settings.get(Key.AUDIO_DEVICE)
-        entries = [("", self.tr("System default"))] + [(name, name) for _, name in list_output_devices()]
-        for value, text in entries:
-            action = QAction(text, self.audio_group)
-            action.setCheckable(True)
-            action.setChecked(value == current)
-            action.triggered.connect(lambda _=False, v=value: self.set_audio_device(v))
-            self.audio_menu.addAction(action)
+    def open_preferences(self, modal: bool = False, capabilities=None):
+        """Settings → Preferences… (Ctrl+,): every setting, applied at once through apply_preference."""
+        from cosydesk.ui.preferences import PreferencesDialog
+
+        dialog = PreferencesDialog(self.settings, apply=self.apply_preference, capabilities=capabilities, parent=self)
+        if modal:
+            dialog.exec()
+        else:
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.show()
+        return dialog
+
+    def apply_preference(self, key: Key, value) -> None:
+        """A setting changed in Preferences (already stored): make it take effect now."""
+        if key == Key.LANGUAGE:
+            self.set_language(value)
+        elif key == Key.THEME:
+            theme.apply_theme(value)
+        elif key == Key.AUDIO_DEVICE:
+            self.set_audio_device(value)
+        elif key in (Key.DEVICE, Key.BACKEND, Key.PRECISION):
+            self._set_runtime_option(key, value)  # reloads through load_model: the old model stays until then
+        elif key == Key.HISTORY_SIZE:
+            self.history.max_entries = int(value)
 
     def set_audio_device(self, name: str) -> None:
         self.settings.set(Key.AUDIO_DEVICE, name)

@@ -35,6 +35,10 @@
         <translation>打开数据文件夹</translation>
     </message>
     <message>
+        <source>Show the folder with history, voices and models in the file manager</source>
+        <translation>在文件管理器中显示存放历史记录、声音和模型的文件夹</translation>
+    </message>
+    <message>
         <source>No file manager could open {path}; copy the path above.</source>
         <translation>没有文件管理器能打开 {path}；请复制上面的路径。</translation>
     </message>
@@ -49,220 +53,17 @@
         <source>Checking the GPU, TensorRT, audio, fonts and models…</source>
         <translation>正在检查显卡、TensorRT、音频、字体和模型…</translation>
     </message>
-</context>
-<context>
-    <name>HistoryPanel</name>
     <message>
-        <source>Replay</source>
-        <translation>重播</translation>
+        <source>The diagnostics could not run: {error}</source>
+        <translation>诊断无法运行：{error}</translation>
     </message>
     <message>
-        <source>Export…</source>
-        <translation>导出…</translation>
-    </message>
-    <message>
-        <source>Delete</source>
-        <translation>删除</translation>
-    </message>
-    <message>
-        <source>{voice} · {duration} s · first audio {latency} · RTF {rtf}</source>
-        <translation>{voice} · {duration} 秒 · 首音 {latency} · RTF {rtf}</translation>
-    </message>
-    <message>
-        <source>Export audio</source>
-        <translation>导出音频</translation>
-    </message>
-    <message>
-        <source>WAV audio (*.wav);;FLAC audio (*.flac)</source>
-        <translation>WAV 音频 (*.wav);;FLAC 音频 (*.flac)</translation>
-    </message>
-    <message>
-        <source>Saved {path}</source>
-        <translation>已保存 {path}</translation>
+        <source>{ok} passed, {warn} warnings, {fail} failed</source>
+        <translation>{ok} 项通过，{warn} 项警告，{fail} 项失败</translation>
     </message>
 </context>
 <context>
-    <name>MainWindow</name>
-    <message>
-        <source>Audio: {m}</source>
-        <translation>音频：{m}</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>Models…</source>
-        <translation>模型管理…</translation>
-    </message>
-    <message>
-        <source>Voice</source>
-        <translation>声音</translation>
-    </message>
-    <message>
-        <source>New voice…</source>
-        <translation>新建声音…</translation>
-    </message>
-    <message>
-        <source>Style</source>
-        <translation>风格</translation>
-    </message>
-    <message>
-        <source>Speed</source>
-        <translation>语速</translation>
-    </message>
-    <message>
-        <source>Type or paste Chinese or English text, then press Ctrl+Enter.</source>
-        <translation>输入或粘贴中文或英文文本，然后按 Ctrl+Enter。</translation>
-    </message>
-    <message>
-        <source>Speak</source>
-        <translation>朗读</translation>
-    </message>
-    <message>
-        <source>starting</source>
-        <translation>正在开始</translation>
-    </message>
-    <message>
-        <source>Loading {model}: {stage}… {p}%</source>
-        <translation>正在加载 {model}：{stage}… {p}%</translation>
-    </message>
-    <message>
-        <source>Loading {model}: {stage}…</source>
-        <translation>正在加载 {model}：{stage}…</translation>
-    </message>
-    <message>
-        <source>Speak the selection or the whole text (Ctrl+Enter)</source>
-        <translation>朗读选中的文字或全部文本（Ctrl+Enter）</translation>
-    </message>
-    <message>
-        <source>Speak is available once the model has loaded</source>
-        <translation>模型加载完成后即可朗读</translation>
-    </message>
-    <message>
-        <source>Load a model first: pick one in the model list or with “Models…”</source>
-        <translation>请先加载模型：在模型列表中选择，或点击“模型管理…”</translation>
-    </message>
-    <message>
-        <source>Local speech synthesis</source>
-        <translation>本地语音合成</translation>
-    </message>
-    <message>
-        <source>Stop</source>
-        <translation>停止</translation>
-    </message>
-    <message>
-        <source>Stop (Esc)</source>
-        <translation>停止（Esc）</translation>
-    </message>
-    <message>
-        <source>Pause or resume playback (Pause key)</source>
-        <translation>暂停或继续播放（Pause 键）</translation>
-    </message>
-    <message>
-        <source>Pause</source>
-        <translation>暂停</translation>
-    </message>
-    <message>
-        <source>Export WAV…</source>
-        <translation>导出 WAV…</translation>
-    </message>
-    <message>
-        <source>History</source>
-        <translation>历史记录</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>Open text…</source>
-        <translation>打开文本…</translation>
-    </message>
-    <message>
-        <source>Export current utterance…</source>
-        <translation>导出当前语音…</translation>
-    </message>
-    <message>
-        <source>Quit</source>
-        <translation>退出</translation>
-    </message>
-    <message>
-        <source>&amp;Settings</source>
-        <translation>设置(&amp;S)</translation>
-    </message>
-    <message>
-        <source>Language</source>
-        <translation>界面语言</translation>
-    </message>
-    <message>
-        <source>Follow the system</source>
-        <translation>跟随系统</translation>
-    </message>
-    <message>
-        <source>Compute device</source>
-        <translation>计算设备</translation>
-    </message>
-    <message>
-        <source>Backend</source>
-        <translation>后端</translation>
-    </message>
-    <message>
-        <source>Audio output</source>
-        <translation>音频输出</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
-        <source>&amp;Help</source>
-        <translation>帮助(&amp;H)</translation>
-    </message>
-    <message>
-        <source>Diagnostics…</source>
-        <translation>诊断…</translation>
-    </message>
-    <message>
-        <source>About CosyDesk</source>
-        <translation>关于 CosyDesk</translation>
-    </message>
-    <message>
-        <source>Text to speak</source>
-        <translation>要朗读的文本</translation>
-    </message>
-    <message>
-        <source>No model installed</source>
-        <translation>尚未安装模型</translation>
-    </message>
-    <message>
-        <source>Cannot use {folder}: {problems}</source>
-        <translation>无法使用 {folder}：{problems}</translation>
-    </message>
-    <message>
-        <source>Create a voice profile</source>
-        <translation>请新建一个声音</translation>
-    </message>
-    <message>
-        <source>(no style)</source>
-        <translation>（无风格）</translation>
-    </message>
-    <message>
-        <source>Type something to say first.</source>
-        <translation>请先输入要朗读的文字。</translation>
-    </message>
-    <message>
-        <source>No model is loaded: choose or download one with “Models…”.</source>
-        <translation>尚未加载模型：请通过“模型管理…”选择或下载一个。</translation>
-    </message>
-    <message>
-        <source>Speaking… first audio after {ms} ms</source>
-        <translation>正在朗读… 首音用时 {ms} 毫秒</translation>
-    </message>
-    <message>
-        <source>Could not save to history: {e}</source>
-        <translation>无法保存到历史记录：{e}</translation>
-    </message>
+    <name>FileActions</name>
     <message>
         <source>Open text</source>
         <translation>打开文本</translation>
@@ -295,41 +96,78 @@
         <source>Saved {path}</source>
         <translation>已保存 {path}</translation>
     </message>
+</context>
+<context>
+    <name>HistoryPanel</name>
     <message>
-        <source>System default</source>
-        <translation>系统默认</translation>
+        <source>Replay</source>
+        <translation>重播</translation>
     </message>
     <message>
-        <source>No model loaded</source>
-        <translation>未加载模型</translation>
+        <source>Export…</source>
+        <translation>导出…</translation>
     </message>
     <message>
-        <source>Warming up…</source>
-        <translation>正在预热…</translation>
+        <source>Delete</source>
+        <translation>删除</translation>
     </message>
     <message>
-        <source>Ready</source>
-        <translation>就绪</translation>
+        <source>{voice} · {duration} s · first audio {latency} · RTF {rtf}</source>
+        <translation>{voice} · {duration} 秒 · 首音 {latency} · RTF {rtf}</translation>
     </message>
     <message>
-        <source>Speaking…</source>
-        <translation>正在朗读…</translation>
+        <source>Export audio</source>
+        <translation>导出音频</translation>
     </message>
     <message>
-        <source>Model: {name} ({version}, {rate} Hz)</source>
-        <translation>模型：{name}（{version}，{rate} Hz）</translation>
+        <source>WAV audio (*.wav);;FLAC audio (*.flac)</source>
+        <translation>WAV 音频 (*.wav);;FLAC 音频 (*.flac)</translation>
     </message>
     <message>
-        <source>Device: {d}</source>
-        <translation>设备：{d}</translation>
+        <source>Saved {path}</source>
+        <translation>已保存 {path}</translation>
     </message>
     <message>
-        <source>Backend: {b}</source>
-        <translation>后端：{b}</translation>
+        <source>Could not delete from history: {e}</source>
+        <translation>无法从历史记录中删除：{e}</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>starting</source>
+        <translation>正在开始</translation>
     </message>
     <message>
-        <source>Resume</source>
-        <translation>继续</translation>
+        <source>Loading {model}: {stage}… {p}%</source>
+        <translation>正在加载 {model}：{stage}… {p}%</translation>
+    </message>
+    <message>
+        <source>Loading {model}: {stage}…</source>
+        <translation>正在加载 {model}：{stage}…</translation>
+    </message>
+    <message>
+        <source>Speak the selection or the whole text (Ctrl+Enter)</source>
+        <translation>朗读选中的文字或全部文本（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>Speak is available once the model has loaded</source>
+        <translation>模型加载完成后即可朗读</translation>
+    </message>
+    <message>
+        <source>Load a model first: pick one in the model list or with “Models…”</source>
+        <translation>请先加载模型：在模型列表中选择，或点击“模型管理…”</translation>
+    </message>
+</context>
+<context>
+    <name>ModelBar</name>
+    <message>
+        <source>No model installed</source>
+        <translation>尚未安装模型</translation>
+    </message>
+    <message>
+        <source>Cannot use {folder}: {problems}</source>
+        <translation>无法使用 {folder}：{problems}</translation>
     </message>
 </context>
 <context>
@@ -375,12 +213,56 @@
         <translation>添加文件夹…</translation>
     </message>
     <message>
+        <source>Remove from list</source>
+        <translation>从列表中移除</translation>
+    </message>
+    <message>
+        <source>Catalogue models and the folders you added; select one to use it.</source>
+        <translation>目录中的模型和你添加的文件夹；选中一个即可使用。</translation>
+    </message>
+    <message>
+        <source>Download the selected catalogue model (resumes where it stopped)</source>
+        <translation>下载选中的目录模型（从中断处继续）</translation>
+    </message>
+    <message>
+        <source>Stop the download; what was downloaded is kept</source>
+        <translation>停止下载；已下载的部分会保留</translation>
+    </message>
+    <message>
+        <source>Load the selected model in the main window</source>
+        <translation>在主窗口中加载选中的模型</translation>
+    </message>
+    <message>
+        <source>Use a CosyVoice model folder you already have</source>
+        <translation>使用你已有的 CosyVoice 模型文件夹</translation>
+    </message>
+    <message>
+        <source>Take the selected added folder off the list (its files stay on disk)</source>
+        <translation>把选中的已添加文件夹从列表中移除（文件仍保留在磁盘上）</translation>
+    </message>
+    <message>
+        <source>Added folder ({version} model): {path}</source>
+        <translation>已添加的文件夹（{version} 模型）：{path}</translation>
+    </message>
+    <message>
+        <source>added</source>
+        <translation>已添加</translation>
+    </message>
+    <message>
+        <source>cannot be used</source>
+        <translation>无法使用</translation>
+    </message>
+    <message>
         <source>installed</source>
         <translation>已安装</translation>
     </message>
     <message>
         <source>not installed</source>
         <translation>未安装</translation>
+    </message>
+    <message>
+        <source>Removed {folder} from the list; its files are still on disk.</source>
+        <translation>已将 {folder} 从列表中移除；文件仍在磁盘上。</translation>
     </message>
     <message>
         <source>Choose a CosyVoice model folder</source>
@@ -420,6 +302,229 @@
     </message>
 </context>
 <context>
+    <name>PreferencesDialog</name>
+    <message>
+        <source>Preferences</source>
+        <translation>首选项</translation>
+    </message>
+    <message>
+        <source>General</source>
+        <translation>常规</translation>
+    </message>
+    <message>
+        <source>Sound</source>
+        <translation>声音输出</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>界面语言</translation>
+    </message>
+    <message>
+        <source>Theme</source>
+        <translation>主题</translation>
+    </message>
+    <message>
+        <source>History keeps</source>
+        <translation>历史记录保留</translation>
+    </message>
+    <message>
+        <source>Output device</source>
+        <translation>输出设备</translation>
+    </message>
+    <message>
+        <source>Compute device</source>
+        <translation>计算设备</translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation>精度</translation>
+    </message>
+    <message>
+        <source>Default format</source>
+        <translation>默认格式</translation>
+    </message>
+    <message>
+        <source>Default folder</source>
+        <translation>默认文件夹</translation>
+    </message>
+    <message>
+        <source> utterances</source>
+        <translation> 条</translation>
+    </message>
+    <message>
+        <source>Choose…</source>
+        <translation>选择…</translation>
+    </message>
+    <message>
+        <source>Your Music folder</source>
+        <translation>你的“音乐”文件夹</translation>
+    </message>
+    <message>
+        <source>The language of menus, buttons and messages</source>
+        <translation>菜单、按钮和提示信息所用的语言</translation>
+    </message>
+    <message>
+        <source>Light or dark colours; the system setting follows the desktop</source>
+        <translation>浅色或深色；“跟随系统”会随桌面设置变化</translation>
+    </message>
+    <message>
+        <source>How many past utterances History keeps; older ones are removed</source>
+        <translation>历史记录保留多少条语音；更早的会被删除</translation>
+    </message>
+    <message>
+        <source>Where speech is played</source>
+        <translation>语音从哪里播放</translation>
+    </message>
+    <message>
+        <source>Which part of the computer computes the speech</source>
+        <translation>由电脑的哪个部件来计算语音</translation>
+    </message>
+    <message>
+        <source>How the model runs on that device</source>
+        <translation>模型在该设备上的运行方式</translation>
+    </message>
+    <message>
+        <source>Number format of the model's arithmetic</source>
+        <translation>模型计算所用的数值格式</translation>
+    </message>
+    <message>
+        <source>The format Export offers first</source>
+        <translation>导出时首先提供的格式</translation>
+    </message>
+    <message>
+        <source>Where Export opens first; empty for your Music folder</source>
+        <translation>导出时首先打开的文件夹；留空则为“音乐”文件夹</translation>
+    </message>
+    <message>
+        <source>Pick the default export folder</source>
+        <translation>选择默认导出文件夹</translation>
+    </message>
+    <message>
+        <source>Follow the system</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>System default</source>
+        <translation>系统默认</translation>
+    </message>
+    <message>
+        <source>GPU: {name}</source>
+        <translation>显卡：{name}</translation>
+    </message>
+    <message>
+        <source>Some choices are unavailable here: {why}.</source>
+        <translation>部分选项在本机不可用：{why}。</translation>
+    </message>
+    <message>
+        <source>Changing these loads the model again; the model in use keeps speaking until the new one is ready.</source>
+        <translation>更改这些设置会重新加载模型；在新模型就绪之前，当前模型照常朗读。</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>The NVIDIA GPU when there is one, otherwise the processor.</source>
+        <translation>有 NVIDIA 显卡时用显卡，否则用处理器。</translation>
+    </message>
+    <message>
+        <source>Processor (CPU)</source>
+        <translation>处理器（CPU）</translation>
+    </message>
+    <message>
+        <source>Works on every computer; slower than real time for the full-size models.</source>
+        <translation>任何电脑都能用；完整模型会慢于实时。</translation>
+    </message>
+    <message>
+        <source>NVIDIA GPU</source>
+        <translation>NVIDIA 显卡</translation>
+    </message>
+    <message>
+        <source>Speech starts in well under a second and runs many times faster than real time.</source>
+        <translation>不到一秒即开始发声，速度是实时的许多倍。</translation>
+    </message>
+    <message>
+        <source>The fastest path that has been tested on this kind of device.</source>
+        <translation>在这类设备上经过测试的最快方式。</translation>
+    </message>
+    <message>
+        <source>Plain PyTorch</source>
+        <translation>普通 PyTorch</translation>
+    </message>
+    <message>
+        <source>The reference path: the same results everywhere, the slowest on a GPU.</source>
+        <translation>参考实现：各处结果一致，在显卡上最慢。</translation>
+    </message>
+    <message>
+        <source>Fast GPU path</source>
+        <translation>显卡快速路径</translation>
+    </message>
+    <message>
+        <source>Pre-recorded GPU work (CUDA graphs) with CosyDesk's own kernels.</source>
+        <translation>预先录制的显卡计算（CUDA 图）加上 CosyDesk 自己的内核。</translation>
+    </message>
+    <message>
+        <source>TensorRT (experimental)</source>
+        <translation>TensorRT（实验性）</translation>
+    </message>
+    <message>
+        <source>NVIDIA's engine compiler for the flow network; engines are built on first use. Not yet run on a GPU of ours, so Automatic never picks it.</source>
+        <translation>NVIDIA 的引擎编译器，用于 flow 网络；首次使用时构建引擎。尚未在我们的显卡上运行过，因此“自动”从不选择它。</translation>
+    </message>
+    <message>
+        <source>Half precision on the GPU, full precision on the processor.</source>
+        <translation>显卡上用半精度，处理器上用全精度。</translation>
+    </message>
+    <message>
+        <source>Full precision (32-bit)</source>
+        <translation>全精度（32 位）</translation>
+    </message>
+    <message>
+        <source>Exact reference numbers; on a GPU it is slower and uses more memory.</source>
+        <translation>与参考结果完全一致；在显卡上更慢、占用更多显存。</translation>
+    </message>
+    <message>
+        <source>Half precision (16-bit)</source>
+        <translation>半精度（16 位）</translation>
+    </message>
+    <message>
+        <source>Faster and lighter on a GPU; not used on the processor.</source>
+        <translation>在显卡上更快、更省显存；处理器上不使用。</translation>
+    </message>
+    <message>
+        <source>needs the NVIDIA GPU as compute device</source>
+        <translation>需要以 NVIDIA 显卡作为计算设备</translation>
+    </message>
+    <message>
+        <source>no NVIDIA GPU found</source>
+        <translation>未找到 NVIDIA 显卡</translation>
+    </message>
+    <message>
+        <source>{folder} is not a folder; export keeps its previous default</source>
+        <translation>{folder} 不是文件夹；导出仍使用之前的默认文件夹</translation>
+    </message>
+    <message>
+        <source>Default export folder</source>
+        <translation>默认导出文件夹</translation>
+    </message>
+</context>
+<context>
     <name>RecentFilesMenu</name>
     <message>
         <source>Open &amp;Recent</source>
@@ -435,34 +540,125 @@
     </message>
 </context>
 <context>
+    <name>SpeakControl</name>
+    <message>
+        <source>Type something to say first.</source>
+        <translation>请先输入要朗读的文字。</translation>
+    </message>
+    <message>
+        <source>No model is loaded: choose or download one with “Models…”.</source>
+        <translation>尚未加载模型：请通过“模型管理…”选择或下载一个。</translation>
+    </message>
+    <message>
+        <source>Speaking… first audio after {ms} ms</source>
+        <translation>正在朗读… 首音用时 {ms} 毫秒</translation>
+    </message>
+    <message>
+        <source>Could not save to history: {e}</source>
+        <translation>无法保存到历史记录：{e}</translation>
+    </message>
+    <message>
+        <source>Audio: {m}</source>
+        <translation>音频：{m}</translation>
+    </message>
+</context>
+<context>
     <name>TelemetryDock</name>
     <message>
         <source>Telemetry</source>
         <translation>性能监控</translation>
     </message>
     <message>
-        <source>First audio (ms) per utterance</source>
-        <translation>每句首音延迟（毫秒）</translation>
+        <source>First audio per utterance</source>
+        <translation>每句首音延迟</translation>
     </message>
     <message>
-        <source>Chunk RTF (below 1 = faster than real time)</source>
-        <translation>分块实时率（小于 1 即快于实时）</translation>
+        <source>ms</source>
+        <translation>毫秒</translation>
     </message>
     <message>
-        <source>VRAM (MB), last 60 s</source>
-        <translation>显存（MB），最近 60 秒</translation>
+        <source>Utterance</source>
+        <translation>语句</translation>
     </message>
     <message>
-        <source>RAM (MB), last 60 s</source>
-        <translation>内存（MB），最近 60 秒</translation>
+        <source>Audio underruns per utterance</source>
+        <translation>每句音频欠载次数</translation>
     </message>
     <message>
-        <source>GPU util % · temp °C · power W</source>
-        <translation>GPU 利用率 % · 温度 °C · 功耗 W</translation>
+        <source>Gaps</source>
+        <translation>中断</translation>
     </message>
     <message>
-        <source>CPU load (%), last 60 s</source>
-        <translation>CPU 负载（%），最近 60 秒</translation>
+        <source>Chunk RTF, last {n} utterances (below 1 = faster than real time)</source>
+        <translation>分块实时率，最近 {n} 句（小于 1 即快于实时）</translation>
+    </message>
+    <message>
+        <source>RTF</source>
+        <translation>实时率</translation>
+    </message>
+    <message>
+        <source>Chunk of the utterance</source>
+        <translation>语句中的分块</translation>
+    </message>
+    <message>
+        <source>VRAM, last 60 s</source>
+        <translation>显存，最近 60 秒</translation>
+    </message>
+    <message>
+        <source>RAM, last 60 s</source>
+        <translation>内存，最近 60 秒</translation>
+    </message>
+    <message>
+        <source>MB</source>
+        <translation>MB</translation>
+    </message>
+    <message>
+        <source>Seconds ago</source>
+        <translation>秒前</translation>
+    </message>
+    <message>
+        <source>GPU load, last 60 s</source>
+        <translation>显卡负载，最近 60 秒</translation>
+    </message>
+    <message>
+        <source>CPU load, last 60 s</source>
+        <translation>CPU 负载，最近 60 秒</translation>
+    </message>
+    <message>
+        <source>% · °C · W</source>
+        <translation>% · °C · W</translation>
+    </message>
+    <message>
+        <source>%</source>
+        <translation>%</translation>
+    </message>
+    <message>
+        <source>An underrun is a moment when the sound card asked for audio and none was ready yet: you hear a short gap or click. 0 means the utterance played without gaps; more means synthesis could not keep up with playback (a slower device or a busy computer).</source>
+        <translation>欠载是指声卡需要音频时还没有准备好的数据：你会听到短暂的停顿或咔哒声。0 表示这句播放没有中断；更多则表示合成跟不上播放（设备较慢或电脑繁忙）。</translation>
+    </message>
+    <message>
+        <source>Real-time factor of each audio chunk: computing time divided by the chunk's length. One line per utterance, the newest bold; above the dashed line at 1 synthesis is slower than playback.</source>
+        <translation>每个音频分块的实时率：计算时间除以分块时长。每句一条线，最新的加粗；高于 1 处的虚线表示合成慢于播放。</translation>
+    </message>
+    <message>
+        <source>Time from pressing Speak to the first audio of each utterance.</source>
+        <translation>从按下“朗读”到每句第一段音频的时间。</translation>
+    </message>
+    <message>
+        <source>Memory in use over the last minute.</source>
+        <translation>最近一分钟的内存占用。</translation>
+    </message>
+    <message>
+        <source>Processor or GPU load over the last minute.</source>
+        <translation>最近一分钟的处理器或显卡负载。</translation>
+    </message>
+    <message>
+        <source>Live speed and memory figures; hover a plot for what it shows.</source>
+        <translation>实时的速度和内存数据；将鼠标悬停在图上可查看说明。</translation>
+    </message>
+    <message>
+        <source>No data yet</source>
+        <translation>暂无数据</translation>
     </message>
     <message>
         <source>No NVIDIA GPU found: showing CPU and RAM instead.</source>
@@ -481,12 +677,23 @@
         <translation>CPU {cpu} · 内存 {used} / {total} GB</translation>
     </message>
     <message>
-        <source>last: first audio {ms} ms · RTF {rtf}</source>
-        <translation>上一句：首音 {ms} 毫秒 · RTF {rtf}</translation>
+        <source>Last: first audio {ms} ms · RTF {rtf} · underruns {n}</source>
+        <translation>上一句：首音 {ms} 毫秒 · 实时率 {rtf} · 欠载 {n} 次</translation>
     </message>
     <message>
-        <source>audio underruns: {n}</source>
-        <translation>音频欠载：{n} 次</translation>
+        <source>No utterance yet: press Speak to see its speed here.</source>
+        <translation>还没有语音：按“朗读”后这里会显示速度。</translation>
+    </message>
+</context>
+<context>
+    <name>VoiceBar</name>
+    <message>
+        <source>Create a voice profile</source>
+        <translation>请新建一个声音</translation>
+    </message>
+    <message>
+        <source>(no style)</source>
+        <translation>（无风格）</translation>
     </message>
 </context>
 <context>
@@ -550,6 +757,163 @@
     <message>
         <source>Choose a WAV file or record your voice first.</source>
         <translation>请先选择 WAV 文件或录一段声音。</translation>
+    </message>
+</context>
+<context>
+    <name>WindowLayout</name>
+    <message>
+        <source>Local speech synthesis</source>
+        <translation>本地语音合成</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Models…</source>
+        <translation>模型管理…</translation>
+    </message>
+    <message>
+        <source>Voice</source>
+        <translation>声音</translation>
+    </message>
+    <message>
+        <source>New voice…</source>
+        <translation>新建声音…</translation>
+    </message>
+    <message>
+        <source>Style</source>
+        <translation>风格</translation>
+    </message>
+    <message>
+        <source>Speed</source>
+        <translation>语速</translation>
+    </message>
+    <message>
+        <source>Type or paste Chinese or English text, then press Ctrl+Enter.</source>
+        <translation>输入或粘贴中文或英文文本，然后按 Ctrl+Enter。</translation>
+    </message>
+    <message>
+        <source>Speak</source>
+        <translation>朗读</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Stop (Esc)</source>
+        <translation>停止（Esc）</translation>
+    </message>
+    <message>
+        <source>Pause or resume playback (Pause key)</source>
+        <translation>暂停或继续播放（Pause 键）</translation>
+    </message>
+    <message>
+        <source>Export WAV…</source>
+        <translation>导出 WAV…</translation>
+    </message>
+    <message>
+        <source>History</source>
+        <translation>历史记录</translation>
+    </message>
+    <message>
+        <source>Text to speak</source>
+        <translation>要朗读的文本</translation>
+    </message>
+</context>
+<context>
+    <name>WindowMenus</name>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>Open text…</source>
+        <translation>打开文本…</translation>
+    </message>
+    <message>
+        <source>Export current utterance…</source>
+        <translation>导出当前语音…</translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <source>Speak</source>
+        <translation>朗读</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>&amp;Settings</source>
+        <translation>设置(&amp;S)</translation>
+    </message>
+    <message>
+        <source>Preferences…</source>
+        <translation>首选项…</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>Diagnostics…</source>
+        <translation>诊断…</translation>
+    </message>
+    <message>
+        <source>About CosyDesk</source>
+        <translation>关于 CosyDesk</translation>
+    </message>
+</context>
+<context>
+    <name>WindowStatus</name>
+    <message>
+        <source>No model loaded</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <source>Warming up…</source>
+        <translation>正在预热…</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>Speaking…</source>
+        <translation>正在朗读…</translation>
+    </message>
+    <message>
+        <source>Model: {name} ({version}, {rate} Hz)</source>
+        <translation>模型：{name}（{version}，{rate} Hz）</translation>
+    </message>
+    <message>
+        <source>Device: {d}</source>
+        <translation>设备：{d}</translation>
+    </message>
+    <message>
+        <source>Backend: {b}</source>
+        <translation>后端：{b}</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
     </message>
 </context>
 </TS>

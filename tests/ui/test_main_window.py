@@ -414,5 +414,8 @@ def test_worker_signals_are_handled_on_the_ui_thread(qtbot, data_dir):
 def test_tensorrt_is_labelled_experimental_in_the_backend_menu(qtbot, data_dir):
     """TensorRT never ran on a GPU of ours, so the app says so where it is chosen (auto never picks it)."""
     window = make_window(qtbot, data_dir, factory())
-    labels = {action.data(): action.text() for action in window.backend_group.actions()}
+    dialog = window.open_preferences()
+    combo = dialog.backend_combo
+    labels = {combo.itemData(i): combo.itemText(i) for i in range(combo.count())}
     assert "experimental" in labels["tensorrt"] and "experimental" not in labels["cudagraph"]
+    dialog.close()
