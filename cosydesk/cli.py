@@ -1,4 +1,4 @@
-"""`cosydesk` command line: the desktop app (no arguments), `say`, `bench`, `models`, `doctor`, `engines`, `serve`.
+"""`cosydesk` command line: the desktop app (no arguments), `say`, `bench`, `models`, `doctor`, `engines`, `serve`, `read`.
 
 Heavy imports (torch, Qt, TensorRT) happen inside the command that needs them, so `cosydesk --help` is
 instant. User mistakes print one line (`cosydesk: error: ...`) and exit 2 — never a traceback — and
@@ -230,8 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_optional_commands(sub) -> None:
-    """Commands whose modules register themselves (bench, doctor, engines, serve) when present."""
-    for module_name in ("cosydesk.bench", "cosydesk.doctor", "cosydesk.runtime.tensorrt.cli", "cosydesk.serve.cli"):
+    """Commands whose modules register themselves (bench, doctor, engines, serve, read) when present."""
+    for module_name in ("cosydesk.bench", "cosydesk.doctor", "cosydesk.runtime.tensorrt.cli", "cosydesk.serve.cli",
+                        "cosydesk.read_command"):
         try:
             module = __import__(module_name, fromlist=["add_parser"])
         except ImportError:

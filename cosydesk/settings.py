@@ -33,6 +33,10 @@ class Key(str, Enum):
     SPEED = "voice/speed"
     GEOMETRY = "ui/geometry"
     WINDOW_STATE = "ui/window_state"
+    SERVE_ENABLED = "serve/enabled"  # "Serve other apps": the speech API inside the app (ui/serve_switch.py)
+    SERVE_HOST = "serve/host"  # loopback unless an API key is set (the rule of `cosydesk serve`)
+    SERVE_PORT = "serve/port"
+    SERVE_API_KEY = "serve/api_key"  # "" = none (then COSYDESK_API_KEY, if set)
 
 
 DEFAULTS: dict[Key, Any] = {
@@ -49,6 +53,10 @@ DEFAULTS: dict[Key, Any] = {
     Key.SPEED: 1.0,
     Key.GEOMETRY: b"",
     Key.WINDOW_STATE: b"",
+    Key.SERVE_ENABLED: False,
+    Key.SERVE_HOST: "127.0.0.1",
+    Key.SERVE_PORT: 8000,
+    Key.SERVE_API_KEY: "",
 }
 
 CHOICES: dict[Key, tuple[str, ...]] = {
@@ -95,6 +103,8 @@ class Settings:
         try:
             if isinstance(default, bool):
                 return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+            if isinstance(default, int) and not isinstance(default, bool):
+                return int(str(raw).strip())
             if isinstance(default, float):
                 value = float(raw)
                 return value if math.isfinite(value) else default
