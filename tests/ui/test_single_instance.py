@@ -203,3 +203,52 @@ def test_a_silent_client_is_dropped(qtbot, tmp_path, runtime_dir, monkeypatch):
         silent.close()
     finally:
         server.close()
+
+
+_SELECTION_OWNER = """
+import sys
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QClipboard, QGuiApplication
+
+app = QGuiApplication(sys.argv[:1])
+app.clipboard().setText("Selected on X11, read by a shortcut.", QClipboard.Mode.Selection)
+app.clipboard().setText("Copied on X11.", QClipboard.Mode.Clipboard)
+QTimer.singleShot(0, lambda: print("owned", flush=True))
+QTimer.singleShot(60000, app.quit)
+app.exec()
+"""
+
+
+def test_read_selection_and_clipboard_on_a_real_x_server_reach_the_app(qtbot, tmp_path, runtime_dir, monkeypatch):
+    """`cosydesk read --selection` as a desktop shortcut runs it: another X client owns the primary selection."""
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None or not sys.platform.startswith("linux"):
+        pytest.skip("Xvfb is not installed (apt-get install xvfb): no X server to hold a selection")
+    from tests.ui.test_real_x11 import _start_xvfb
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    monkeypatch.setenv("COSYDESK_DATA_DIR", str(data_dir))
+    instance = SingleInstance(data_dir)
+    assert instance.claim()
+    received: list[tuple[str, str]] = []
+    instance.server.readRequested.connect(lambda text, source: received.append((text, source)))
+    server, display = _start_xvfb(xvfb)
+    env = {**_env(data_dir, runtime_dir), "DISPLAY": display, "QT_QPA_PLATFORM": "xcb"}
+    env.pop("WAYLAND_DISPLAY", None)
+    owner = subprocess.Popen([sys.executable, "-c", _SELECTION_OWNER], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "owned"
+        for flag, expected in (("--selection", ("Selected on X11, read by a shortcut.", "selection")),
+                               ("--clipboard", ("Copied on X11.", "clipboard"))):
+            reader = subprocess.Popen([sys.executable, "-m", "cosydesk", "read", flag], env=env, cwd=REPO_ROOT,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            qtbot.waitUntil(lambda: reader.poll() is not None, timeout=60000)  # the app answers meanwhile
+            assert reader.returncode == 0, reader.stderr.read()
+            assert received[-1] == expected
+    finally:
+        owner.kill()
+        owner.wait()
+        server.terminate()
+        server.wait(timeout=10)
+        instance.release()
