@@ -1,4 +1,9 @@
-"""Desktop entry point: `cosydesk` (no arguments) and `cosydesk --model DIR` call run_app()."""
+"""Desktop entry point: `cosydesk` (no arguments) and `cosydesk --model DIR` call run_app().
+
+One app per data folder: run_app first claims the folder's local socket (ui/single_instance.py); when another
+CosyDesk holds it, that one raises its window and this process exits 0. The window gets the desktop integration
+(ui/desktop.py: tray, Tools > Serve other apps, read-aloud from the socket).
+"""
 
 from __future__ import annotations
 
