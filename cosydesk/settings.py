@@ -41,6 +41,10 @@ class Key(str, Enum):
     VOICE_PROMPT_MAX_S = "voice/prompt_max_s"  # longest recording a new voice profile takes (<= 30 s)
     GEOMETRY = "ui/geometry"
     WINDOW_STATE = "ui/window_state"
+    SERVE_ENABLED = "serve/enabled"  # "Serve other apps": the speech API inside the app (ui/serve_switch.py)
+    SERVE_HOST = "serve/host"  # loopback unless an API key is set (the rule of `cosydesk serve`)
+    SERVE_PORT = "serve/port"
+    SERVE_API_KEY = "serve/api_key"  # "" = none (then COSYDESK_API_KEY, if set)
 
 
 DEFAULTS: dict[Key, Any] = {
@@ -62,6 +66,10 @@ DEFAULTS: dict[Key, Any] = {
     Key.VOICE_PROMPT_MAX_S: 30.0,
     Key.GEOMETRY: b"",
     Key.WINDOW_STATE: b"",
+    Key.SERVE_ENABLED: False,
+    Key.SERVE_HOST: "127.0.0.1",
+    Key.SERVE_PORT: 8000,
+    Key.SERVE_API_KEY: "",
 }
 
 CHOICES: dict[Key, tuple[str, ...]] = {

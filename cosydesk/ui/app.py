@@ -1,4 +1,9 @@
-"""Desktop entry point: `cosydesk` (no arguments) and `cosydesk --model DIR` call run_app()."""
+"""Desktop entry point: `cosydesk` (no arguments) and `cosydesk --model DIR` call run_app().
+
+One app per data folder: run_app first claims the folder's local socket (ui/single_instance.py); when another
+CosyDesk holds it, that one raises its window and this process exits 0. The window gets the desktop integration
+(ui/desktop.py: tray, Tools > Serve other apps, read-aloud from the socket).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from PySide6.QtWidgets import QApplication
 from cosydesk import hub, qt_platform
 from cosydesk.settings import Key, Settings
 from cosydesk.ui import i18n
+from cosydesk.ui.desktop import DesktopIntegration
+from cosydesk.ui.single_instance import InstanceError, SingleInstance
 from cosydesk.ui.resources import icon_path, style_sheet
 
 
@@ -64,17 +71,45 @@ def run_app(model_dir: str | None, argv: list[str], exit_process: bool = True) -
         print(f"cosydesk: error: {problem}", file=sys.stderr)
         return 2
     app = create_application(argv)
+    instance = claim_instance(model_dir)
+    if instance is None:
+        return leave_process(0) if exit_process else 0
+    if instance is False:
+        return leave_process(2) if exit_process else 2
     if model_dir is not None and not Path(model_dir).expanduser().exists():
         print(f"cosydesk: {model_dir} does not exist", file=sys.stderr)
     window = build_main_window(model_dir)
     if exit_process:
         window.close_wait_ms = 100  # cancel, and do not wait for the chunk being computed: the process ends
+    integration = DesktopIntegration(window, instance.server)
     window.show()
     code = int(app.exec())
+    integration.shutdown()
     window.shutdown()  # already done by closeEvent unless the loop ended another way
+    instance.release()
     if exit_process:
         leave_process(code)
     return code
+
+
+def claim_instance(model_dir: str | None):
+    """This process's SingleInstance (it now answers the data folder's socket); None when a CosyDesk already runs
+    there and has raised its window (and opens `model_dir`, if given); False when that one does not answer."""
+    instance = SingleInstance(hub.app_data_dir())
+    message: dict = {"cmd": "show"}
+    if model_dir:
+        message["model"] = str(Path(model_dir).expanduser().resolve())
+    try:
+        if instance.claim(message):
+            return instance
+    except InstanceError as error:
+        print(f"cosydesk: error: {error}", file=sys.stderr)
+        return False
+    if instance.reply and not instance.reply.get("ok", False):
+        print(f"cosydesk: the running CosyDesk answered: {instance.reply.get('error')}", file=sys.stderr)
+    print("cosydesk: CosyDesk is already running on this data folder; its window was brought to the front",
+          file=sys.stderr)
+    return None
 
 
 def leave_process(code: int) -> None:

@@ -27,6 +27,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from cosydesk.audio.player import AudioDeviceError, Player
 from cosydesk.audio.subtitles import SentenceRange, SentenceTimeline
 from cosydesk.runtime.types import Request
+from cosydesk.serve.turns import GatedSynth, TurnGate
 from cosydesk.telemetry.recorder import LatencyRecorder
 
 WARMUP_TEXT = "Hello."
@@ -116,6 +117,8 @@ class SynthWorker(QObject):
         self.synth = None
         # every file of a folder is checked (no allocation) before the loaded model is dropped for it
         self.folder_check = _default_folder_check if synthesizer_factory is None else None
+        # The app's speech and the in-app speech server (ui/serve_switch.py) take turns on the one model.
+        self.gate = TurnGate()
 
     # -- model ----------------------------------------------------------------------------------------
     @Slot(str, dict)
@@ -129,7 +132,9 @@ class SynthWorker(QObject):
                 return
         self.synth = None  # drop the old model before loading the next (memory)
         try:
-            synth = self._factory(model_dir, progress=self.loadProgress.emit, **options)
+            with self.gate.turn(who="loading"):  # a server request on the old model ends first
+                synth = GatedSynth(self._factory(model_dir, progress=self.loadProgress.emit, **options), self.gate,
+                                   who="app")
         except Exception as error:  # noqa: BLE001 - every load failure becomes a message
             self.loadFailed.emit(f"Cannot load {Path(model_dir).name}: {_describe(error)}")
             return
@@ -259,6 +264,7 @@ class SynthController(QObject):
     _speakRequested = Signal(int, object, object)
     _replayRequested = Signal(int, object, int, object)
     _unloadRequested = Signal()
+    loadStarting = Signal(str)  # emitted on the UI thread by load(), before the worker drops the old model
 
     def __init__(self, synthesizer_factory=None, player: Player | None = None,
                  recorder: LatencyRecorder | None = None, warmup: bool = True, parent: QObject | None = None) -> None:
@@ -284,6 +290,7 @@ class SynthController(QObject):
 
     def load(self, model_dir: str, **options) -> None:
         self.stop()
+        self.loadStarting.emit(str(model_dir))
         self._loadRequested.emit(str(model_dir), options)
 
     def speak(self, request: Request) -> int:
