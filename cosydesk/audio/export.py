@@ -55,12 +55,22 @@ def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subt
     if not folder.is_dir():
         raise ExportError(f"cannot export {target.name}: folder {folder} does not exist")
 
-    fd, temp_name = create_temporary(folder, prefix=f".{target.stem}.", suffix=suffix + ".part")  # umask mode
     try:
-        with os.fdopen(fd, "wb") as handle:
-            sf.write(handle, np.clip(samples, -1.0, 1.0) if (subtype or default_subtype) != "FLOAT" else samples,
-                     sample_rate, format=file_format, subtype=subtype or default_subtype, **spec.options)
-            handle.flush()
+        fd, temp_name = create_temporary(folder, prefix=f".{target.stem}.", suffix=suffix + ".part")  # umask mode
+    except OSError as error:  # a read-only folder, no permission, a full disk: nothing was created
+        raise _export_error(error, target) from None
+    sink = _WriteErrorCatcher(os.fdopen(fd, "wb", buffering=0))  # unbuffered: a failing write fails at once
+    try:
+        with sink.raw as handle:
+            try:
+                sf.write(sink, np.clip(samples, -1.0, 1.0) if (subtype or default_subtype) != "FLOAT" else samples,
+                         sample_rate, format=file_format, subtype=subtype or default_subtype, **spec.options)
+            except Exception:
+                if sink.error is not None:  # the OS's reason, not libsndfile's "System error" / an AssertionError
+                    raise sink.error from None
+                raise
+            if sink.error is not None:  # a failed write that libsndfile did not report
+                raise sink.error
             if durable:
                 os.fsync(handle.fileno())
         os.replace(temp_name, target)
@@ -69,12 +79,71 @@ def write_audio(path: str | os.PathLike, pcm: np.ndarray, sample_rate: int, subt
             os.unlink(temp_name)
         except FileNotFoundError:
             pass
-        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-            raise ExportError(errno.ENOSPC, f"not enough disk space to write {target}; nothing was written") from error
-        if isinstance(error, (OSError, sf.LibsndfileError, RuntimeError, ValueError)):
-            raise ExportError(f"could not write {target}: {error}; nothing was written") from error
+        if isinstance(error, (OSError, sf.LibsndfileError, RuntimeError, ValueError, AssertionError)):
+            raise _export_error(error, target) from error
         raise
     return target
+
+
+class _WriteErrorCatcher:
+    """The file object libsndfile writes through (soundfile's virtual I/O, cffi callbacks). A write that fails
+    (disk full, file-size limit) must not raise inside the callback - Python would print "Exception ignored from
+    cffi callback" and libsndfile would go on - so it is kept here and reported as 0 bytes written; libsndfile
+    then stops, and write_audio raises the kept error."""
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+        self.error: OSError | None = None
+
+    def write(self, data) -> int:
+        if self.error is not None:
+            return 0
+        view, done = memoryview(data), 0
+        try:
+            while done < len(view):  # a short write (the file-size limit reached mid-buffer): the next one says why
+                written = self.raw.write(view[done:])
+                if not written:
+                    raise OSError(errno.EIO, "the system accepted no more bytes")
+                done += written
+            return done
+        except OSError as error:
+            self.error = error
+            return done
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        try:
+            return self.raw.seek(offset, whence)
+        except OSError as error:
+            self.error = self.error or error
+            return self.raw.tell()
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def read(self, count: int = -1) -> bytes:
+        return self.raw.read(count)
+
+
+def _with_errno(code: int, message: str) -> ExportError:
+    """An ExportError that carries ``errno`` but prints as the message alone (no "[Errno 28]" prefix)."""
+    error = ExportError(message)
+    error.errno = code
+    return error
+
+
+def _export_error(error: BaseException, target: Path) -> ExportError:
+    """One line saying why ``target`` could not be written (and that nothing was)."""
+    code = getattr(error, "errno", None)
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return _with_errno(errno.ENOSPC, f"not enough disk space to write {target}; nothing was written")
+    if code == errno.EFBIG:
+        return _with_errno(errno.EFBIG, f"{target} would be larger than this system's file-size limit allows; "
+                                        "nothing was written (export a shorter part, or raise the limit: ulimit -f)")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return _with_errno(code, f"cannot write into {target.parent}: the folder is read-only or not yours; "
+                                 "nothing was written (choose another folder)")
+    reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    return ExportError(f"could not write {target}: {reason}; nothing was written")
 
 
 def read_audio(path: str | os.PathLike) -> tuple[np.ndarray, int]:

@@ -12,6 +12,8 @@ on its first bad byte. NUL characters mean binary data (or UTF-16 without its ma
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 from pathlib import Path
 
 
@@ -43,14 +45,25 @@ def decode_text(data: bytes) -> str:
 
 
 def read_text_file(path: str | Path, max_bytes: int | None = None) -> str:
-    """The text of ``path`` (see ``decode_text``); ``max_bytes``: refuse larger files."""
+    """The text of ``path`` (see ``decode_text``); ``max_bytes``: refuse larger files. The size limit is checked
+    on the file before reading, and only regular files are read: a FIFO, a device (/dev/zero) or a socket is
+    refused at once (opened with O_NONBLOCK and checked with fstat, so nothing can block or read forever)."""
     path = Path(path).expanduser()
     try:
-        size = path.stat().st_size
-        if max_bytes is not None and size > max_bytes:
-            raise TextFileError(f"{path.name} is {size:,} bytes, more than the {max_bytes:,} that can be opened "
-                                "at once: split it into smaller files")
-        data = path.read_bytes()
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise TextFileError(f"{path} is not a regular file (a pipe, device or folder): open a text file")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())  # the file opened, not what the name pointed at a moment before
+            if not stat.S_ISREG(info.st_mode):
+                raise TextFileError(f"{path} is not a regular file (a pipe, device or folder): open a text file")
+            if max_bytes is not None and info.st_size > max_bytes:
+                raise TextFileError(f"{path.name} is {info.st_size:,} bytes, more than the {max_bytes:,} that can be "
+                                    "opened at once: split it into smaller files")
+            data = handle.read(info.st_size + 1 if max_bytes is None else max_bytes + 1)
+            if max_bytes is not None and len(data) > max_bytes:  # it grew while being read
+                raise TextFileError(f"{path.name} is more than the {max_bytes:,} bytes that can be opened at once: "
+                                    "split it into smaller files")
     except OSError as err:
         raise TextFileError(f"cannot read {path}: {err.strerror or err}") from None
     text = decode_text(data)

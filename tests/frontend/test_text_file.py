@@ -46,3 +46,37 @@ def test_missing_and_oversized_files_say_why(tmp_path):
     with pytest.raises(TextFileError, match="big.txt is 100 bytes, more than the 10"):
         read_text_file(tmp_path / "big.txt", max_bytes=10)
     assert read_text_file(tmp_path / "big.txt", max_bytes=100) == "x" * 100
+
+
+# ------------------------------------------------------------------ non-regular files never block (issue 31)
+def test_a_fifo_is_refused_at_once_without_blocking(tmp_path):
+    import os
+    import threading
+
+    from cosydesk.frontend.text_file import TextFileError, read_text_file
+
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    box = {}
+    reader = threading.Thread(target=lambda: box.setdefault("error", _error_of(read_text_file, fifo)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "reading a FIFO blocked"
+    assert isinstance(box["error"], TextFileError) and "not a regular file" in str(box["error"])
+
+
+def test_a_device_is_refused_instead_of_read_forever():
+    from cosydesk.frontend.text_file import TextFileError, read_text_file
+
+    import pytest
+
+    with pytest.raises(TextFileError, match="not a regular file"):
+        read_text_file("/dev/zero", max_bytes=1 << 20)
+
+
+def _error_of(function, *args):
+    try:
+        function(*args)
+    except Exception as error:  # noqa: BLE001 - returned for the assertion
+        return error
+    return None
