@@ -65,14 +65,14 @@ class PreferencesDialog(QDialog):
         self.history_spin.setRange(int(low), int(high))
         self.history_spin.setSingleStep(50)
         self.general_form = QFormLayout(general)
-        self.general_form.addRow("", self.language_combo)
-        self.general_form.addRow("", self.theme_combo)
-        self.general_form.addRow("", self.history_spin)
+        self.general_form.addRow(QLabel(self), self.language_combo)
+        self.general_form.addRow(QLabel(self), self.theme_combo)
+        self.general_form.addRow(QLabel(self), self.history_spin)
 
         sound = QWidget(self.tabs)
         self.output_combo = _combo(sound, "outputDeviceCombo")
         self.sound_form = QFormLayout(sound)
-        self.sound_form.addRow("", self.output_combo)
+        self.sound_form.addRow(QLabel(self), self.output_combo)
 
         engine = QWidget(self.tabs)
         self.device_combo = _combo(engine, "deviceCombo")
@@ -84,7 +84,7 @@ class PreferencesDialog(QDialog):
         self.engine_note.setProperty("message", "note")
         self.engine_form = QFormLayout(engine)
         for combo in (self.device_combo, self.backend_combo, self.precision_combo):
-            self.engine_form.addRow("", combo)
+            self.engine_form.addRow(QLabel(self), combo)
         self.engine_form.addRow(self.engine_note)
 
         export = QWidget(self.tabs)
@@ -97,8 +97,8 @@ class PreferencesDialog(QDialog):
         folder_row.addWidget(self.folder_edit, 1)
         folder_row.addWidget(self.folder_button)
         self.export_form = QFormLayout(export)
-        self.export_form.addRow("", self.format_combo)
-        self.export_form.addRow("", folder_row)
+        self.export_form.addRow(QLabel(self), self.format_combo)
+        self.export_form.addRow(QLabel(self), folder_row)
 
         self.pages = {"general": general, "sound": sound, "engine": engine, "export": export}
         for page in self.pages.values():

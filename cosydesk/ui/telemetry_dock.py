@@ -173,7 +173,7 @@ class TelemetryDock(QDockWidget):
         self._title(self.underrun_plot, self.tr("Audio underruns per utterance"))
         self._label(self.underrun_plot, "left", self.tr("Gaps"))
         self._label(self.underrun_plot, "bottom", self.tr("Utterance"))
-        self._title(self.rtf_plot, self.tr("Chunk RTF, last {n} utterances (below 1 = faster than real time)")
+        self._title(self.rtf_plot, self.tr("Chunk RTF, last {n} utterances")
                     .format(n=RTF_UTTERANCES))
         self._label(self.rtf_plot, "left", self.tr("RTF"))
         self._label(self.rtf_plot, "bottom", self.tr("Chunk of the utterance"))

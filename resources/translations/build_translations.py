@@ -236,7 +236,7 @@ ZH_CN = {
     "Utterance": "语句",
     "Audio underruns per utterance": "每句音频欠载次数",
     "Gaps": "中断",
-    "Chunk RTF, last {n} utterances (below 1 = faster than real time)": "分块实时率，最近 {n} 句（小于 1 即快于实时）",
+    "Chunk RTF, last {n} utterances": "分块实时率，最近 {n} 句",
     "RTF": "实时率",
     "Chunk of the utterance": "语句中的分块",
     "VRAM, last 60 s": "显存，最近 60 秒",

@@ -589,8 +589,8 @@
         <translation>中断</translation>
     </message>
     <message>
-        <source>Chunk RTF, last {n} utterances (below 1 = faster than real time)</source>
-        <translation>分块实时率，最近 {n} 句（小于 1 即快于实时）</translation>
+        <source>Chunk RTF, last {n} utterances</source>
+        <translation>分块实时率，最近 {n} 句</translation>
     </message>
     <message>
         <source>RTF</source>

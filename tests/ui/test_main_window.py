@@ -184,7 +184,7 @@ def test_errors_are_one_clear_message(qtbot, data_dir, fake_model_dir):
     window.speaker_combo.setCurrentIndex(window.speaker_combo.count() - 1)
     with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=5000):
         window.speak()
-    qtbot.waitUntil(lambda: "unknown speaker 'ghost'" in window.error_label.text())
+    qtbot.waitUntil(lambda: "Unknown speaker 'ghost'" in window.error_label.text())
     assert window.state == "ready" and window.speak_button.isEnabled()
     window.shutdown()
 
@@ -252,7 +252,7 @@ def test_open_text_file_fills_the_editor_undoably_and_speaks_it(qtbot, data_dir,
     assert window.text_edit.toPlainText() == "typed before"
 
     assert not window.open_text_file(tmp_path / "missing.txt")
-    assert "cannot read" in window.error_label.text() and "missing.txt" in window.error_label.text()
+    assert "Cannot read" in window.error_label.text() and "missing.txt" in window.error_label.text()
     monkeypatch.setattr(file_actions, "MAX_TEXT_FILE_BYTES", 10)
     assert not window.open_text_file(path)
     assert "split it" in window.error_label.text()
@@ -293,7 +293,7 @@ def test_open_recent_lists_opened_files_newest_first_and_survives_a_restart(qtbo
 
     files[1].unlink()
     entries()[1].trigger()
-    assert "cannot read" in window.error_label.text() and window.text_edit.toPlainText() == "text of a.txt"
+    assert "Cannot read" in window.error_label.text() and window.text_edit.toPlainText() == "text of a.txt"
     assert [a.toolTip() for a in entries()] == [str(files[0])]
 
     for i in range(RECENT_LIMIT + 2):
