@@ -85,7 +85,7 @@ CHOICES: dict[Key, tuple[str, ...]] = {
 RANGES: dict[Key, tuple[float, float]] = {
     Key.HISTORY_SIZE: (10, 5000),
     Key.VOICE_PROMPT_MAX_S: (5.0, 30.0),
-    Key.SPEED: (0.5, 2.0),
+    Key.SPEED: (0.25, 4.0),  # cosydesk.runtime.types.SPEED_RANGE (not imported: settings stays free of runtime)
 }
 
 

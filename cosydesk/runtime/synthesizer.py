@@ -29,7 +29,7 @@ from cosydesk.runtime.options import EngineOptions, using
 from cosydesk.runtime.output_check import check_audio_chunk
 from cosydesk.runtime.request_inputs import RequestFrontend
 from cosydesk.runtime.styles import StylePreset
-from cosydesk.runtime.types import AudioChunk, Request
+from cosydesk.runtime.types import SPEED_RANGE, AudioChunk, Request
 
 if TYPE_CHECKING:
     from cosydesk.frontend.prompt import PromptFeatures
@@ -266,8 +266,8 @@ class Synthesizer:
         submit = time.perf_counter()
         if not isinstance(request, Request):
             raise SynthesisError("stream() takes a cosydesk.runtime.Request")
-        if not (0.5 <= request.speed <= 2.0):
-            raise SynthesisError(f"speed {request.speed} is outside 0.5-2.0")
+        if not (SPEED_RANGE[0] <= request.speed <= SPEED_RANGE[1]):
+            raise SynthesisError(f"speed {request.speed} is outside {SPEED_RANGE[0]}-{SPEED_RANGE[1]}")
         segments = self.segments(request.text)
         first = next(segments)  # text errors before voice errors, as before; the rest is normalised as needed
         sentences = _with_last(itertools.chain([first], segments))

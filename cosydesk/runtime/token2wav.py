@@ -179,7 +179,7 @@ class Token2Wav:
         if self.speed != 1.0:
             if self.hift_cache is not None:
                 raise ValueError("speed can only be changed in non-streaming synthesis")
-            mel = F.interpolate(mel, size=int(mel.shape[2] / self.speed), mode="linear")
+            mel = F.interpolate(mel, size=max(1, int(mel.shape[2] / self.speed)), mode="linear")
         speech, _ = self._hift(mel, cache_source)
         if self.hift_cache is not None:
             speech = cross_fade(speech, self.hift_cache["speech"], self.speech_window)
@@ -195,7 +195,7 @@ class Token2Wav:
         if self.speed != 1.0:
             if call.token_offset != 0 or not call.finalize:
                 raise ValueError("speed can only be changed in non-streaming synthesis")
-            mel = F.interpolate(mel, size=int(mel.shape[2] / self.speed), mode="linear")
+            mel = F.interpolate(mel, size=max(1, int(mel.shape[2] / self.speed)), mode="linear")
         if self.v3_stream is None:
             self.v3_stream = CausalHiFTStream(self.model.hift)
         speech = self.v3_stream.push(mel, finalize=call.finalize)[0]

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+#: Speaking rates a request may ask for, as multiples of normal speed: OpenAI's speech API range. Speed
+#: stretches the flow's mel in time before the vocoder (as the official code does), so pitch is kept.
+SPEED_RANGE = (0.25, 4.0)
+
 @dataclass(frozen=True)
 class Request:
     """What to say and how.

@@ -14,15 +14,16 @@ import math
 import re
 from dataclasses import dataclass
 
+from cosydesk.runtime.types import SPEED_RANGE
 from cosydesk.serve.config import MAX_INSTRUCTIONS_CHARS
 from cosydesk.serve.errors import ApiError, bad_request
 
 MEDIA_TYPES = {"mp3": "audio/mpeg", "opus": "audio/ogg", "flac": "audio/flac", "wav": "audio/wav", "pcm": "audio/pcm"}
 REFUSED_FORMATS = {"aac": "aac is not offered (no AAC encoder ships with libsndfile)"}
 OPENAI_SPEED_RANGE = (0.25, 4.0)
-# The Synthesizer's own speed range (cosydesk/runtime/synthesizer.py, Synthesizer.stream): inside OpenAI's range
-# but narrower; asking beyond it gets its own 400 rather than a silently clamped speed.
-ENGINE_SPEED_RANGE = (0.5, 2.0)
+# The Synthesizer's own speed range (cosydesk/runtime/types.py): OpenAI's whole range today; should it ever be
+# narrower, asking beyond it gets its own 400 rather than a silently clamped speed.
+ENGINE_SPEED_RANGE = SPEED_RANGE
 OPENAI_TTS_MODEL = re.compile(r"^(tts-1(-hd)?|gpt-4o(-mini)?-tts)(-\d{4}-\d{2}-\d{2})?$")
 GENERIC_MODEL_NAMES = ("cosydesk", "cosyvoice")
 

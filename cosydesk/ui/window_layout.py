@@ -13,6 +13,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QDoubleSpinBox, QHBoxLayout, QLabel, QPlainTextEdit,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
+from cosydesk.runtime.types import SPEED_RANGE
 from cosydesk.ui.history_panel import HistoryPanel
 from cosydesk.ui.load_status import StatusLine
 from cosydesk.ui.resources import icon_path
@@ -42,7 +43,7 @@ class WindowLayout:
         self.style_combo.setMinimumWidth(160)
         self.speed_spin = QDoubleSpinBox(central)
         self.speed_spin.setObjectName("speedSpin")
-        self.speed_spin.setRange(0.5, 2.0)
+        self.speed_spin.setRange(*SPEED_RANGE)
         self.speed_spin.setSingleStep(0.1)
         self.speed_spin.setDecimals(1)
         self.speed_spin.setSuffix("×")

@@ -11,7 +11,7 @@ import soundfile as sf
 import torch
 
 from cosydesk.runtime import Request, Synthesizer
-from cosydesk.runtime.errors import EmptyTextError, PromptError, UnknownSpeakerError, UnsupportedModeError
+from cosydesk.runtime.errors import EmptyTextError, PromptError, SynthesisError, UnknownSpeakerError, UnsupportedModeError
 
 torch.set_num_threads(1)
 
@@ -73,6 +73,14 @@ def test_zero_shot_instruct2_and_speed(synth_v2, prompt_wav):
     for audio in (zero_shot, cross, styled, slow):
         assert audio.size > 0 and np.isfinite(audio).all()
     assert slow.size > 1.8 * normal.size  # half speed -> about twice as long
+    # OpenAI's whole range: a quarter (4x as long) to four times normal speed (a quarter as long)
+    slowest = synth_v2.synthesize(Request("今天天气很好。", speaker="中文女", speed=0.25, seed=1))
+    fastest = synth_v2.synthesize(Request("今天天气很好。", speaker="中文女", speed=4.0, seed=1))
+    assert np.isfinite(slowest).all() and np.isfinite(fastest).all()
+    assert 3.5 * normal.size < slowest.size < 4.5 * normal.size
+    assert 0.15 * normal.size < fastest.size < 0.35 * normal.size
+    with pytest.raises(SynthesisError, match="outside 0.25-4.0"):
+        synth_v2.synthesize(Request("今天天气很好。", speaker="中文女", speed=4.5))
 
 
 def test_v1_instruct_model(tiny_v1_dir, tmp_path):
