@@ -51,6 +51,13 @@ class WindowMenus:
         self.addAction(self.speak_action)
         self.addAction(self.stop_action)
         self.addAction(self.pause_action)
+        self.playback_menu = menu.addMenu("")
+        self.playback_menu.setToolTipsVisible(True)
+        for action in (self.speak_action, self.stop_action, self.pause_action):
+            self.playback_menu.addAction(action)
+        self.playback_menu.addSeparator()
+        for action in self.reading.actions():
+            self.playback_menu.addAction(action)
 
         self.settings_menu = menu.addMenu("")
         self.language_menu = self.settings_menu.addMenu("")
@@ -103,6 +110,10 @@ class WindowMenus:
         self.quit_action.setText(self.tr("Quit"))
         self.speak_action.setText(self.tr("Speak"))
         self.stop_action.setText(self.tr("Stop"))
+        self.playback_menu.setTitle(self.tr("&Playback"))
+        self.speak_action.setToolTip(self.tr("Speak the selection, or the whole text (Ctrl+Enter)"))
+        self.stop_action.setToolTip(self.tr("Stop speaking (Esc)"))
+        self.pause_action.setToolTip(self.tr("Pause or resume playback (Pause key)"))
         self.settings_menu.setTitle(self.tr("&Settings"))
         self.language_menu.setTitle(self.tr("Language"))
         self.language_actions["system"].setText(self.tr("Follow the system"))

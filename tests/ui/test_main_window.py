@@ -183,7 +183,7 @@ def test_errors_are_one_clear_message(qtbot, data_dir, fake_model_dir):
     window.speaker_combo.setCurrentIndex(window.speaker_combo.count() - 1)
     with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=5000):
         window.speak()
-    qtbot.waitUntil(lambda: "unknown speaker 'ghost'" in window.error_label.text())
+    qtbot.waitUntil(lambda: "Unknown speaker 'ghost'" in window.error_label.text())
     assert window.state == "ready" and window.speak_button.isEnabled()
     window.shutdown()
 
@@ -197,8 +197,14 @@ def test_load_failure_is_reported(qtbot, data_dir, fake_model_dir):
 
 
 def test_styles_and_free_text_instruct(qtbot, data_dir, fake_model_dir):
+    """With a voice profile (a v2 model's styles need prompt audio): presets and free text become the instruct."""
     made = factory()
     window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir)
+    t = np.arange(24000 * 4) / 24000
+    window.voices.add("Alice", (0.3 * np.sin(2 * np.pi * 200 * t)).astype(np.float32), 24000, "hello from alice")
+    window.refresh_voices()
+    window.speaker_combo.setCurrentIndex(window.speaker_combo.findData(voice_key(PROFILE, "Alice")))
+    assert window.style_combo.isEnabled()
     assert [window.style_combo.itemData(i) for i in range(window.style_combo.count())] == ["", "Happy", "Sad"]
     window.style_combo.setCurrentIndex(1)
     assert window.current_instruct() == "Happy"
@@ -251,7 +257,7 @@ def test_open_text_file_fills_the_editor_undoably_and_speaks_it(qtbot, data_dir,
     assert window.text_edit.toPlainText() == "typed before"
 
     assert not window.open_text_file(tmp_path / "missing.txt")
-    assert "cannot read" in window.error_label.text() and "missing.txt" in window.error_label.text()
+    assert "Cannot read" in window.error_label.text() and "missing.txt" in window.error_label.text()
     monkeypatch.setattr(file_actions, "MAX_TEXT_FILE_BYTES", 10)
     assert not window.open_text_file(path)
     assert "split it" in window.error_label.text()
@@ -292,7 +298,7 @@ def test_open_recent_lists_opened_files_newest_first_and_survives_a_restart(qtbo
 
     files[1].unlink()
     entries()[1].trigger()
-    assert "cannot read" in window.error_label.text() and window.text_edit.toPlainText() == "text of a.txt"
+    assert "Cannot read" in window.error_label.text() and window.text_edit.toPlainText() == "text of a.txt"
     assert [a.toolTip() for a in entries()] == [str(files[0])]
 
     for i in range(RECENT_LIMIT + 2):
