@@ -97,6 +97,11 @@ class Player:
         self._callback_error: str | None = None
         self._stop_requested = False  # set by the callback right before it ends the stream on purpose
         self._paused = False  # the callback plays silence and leaves the queue as it is
+        # Buffering (synthesis slower than real time): the producer holds a sentence back until it is complete,
+        # so running dry meanwhile is a pause between sentences, not an underrun (wait_for_more).
+        self._waiting = False
+        self._utterance_start_played = 0  # frames_played when the current utterance's first sample was played
+        self._first_sample_at: float | None = None  # perf_counter of the utterance's first sample to the device
         # Counters written only by the callback (plain int stores).
         self.underruns = 0
         self.frames_played = 0
@@ -123,6 +128,28 @@ class Player:
     def paused(self) -> bool:
         return self._paused
 
+    @property
+    def buffering(self) -> bool:
+        """Silent because the producer is buffering the next stretch (see ``wait_for_more``)."""
+        ring = self._ring
+        return self._waiting and (ring is None or ring.readable() == 0)
+
+    def first_sample_time(self, token: int | None) -> float | None:
+        """perf_counter time at which the utterance ``token`` handed its first sample to the device (None: not yet,
+        or another utterance is current)."""
+        return self._first_sample_at if token is not None and token == self._generation else None
+
+    def utterance_frames_played(self, token: int | None) -> int | None:
+        """Frames of the utterance ``token`` the device has played so far (None when it is no longer current)."""
+        if token is None or token != self._generation:
+            return None
+        return self.frames_played - self._utterance_start_played if self._first_sample_at is not None else 0
+
+    def wait_for_more(self, waiting: bool) -> None:
+        """The producer is buffering a stretch before it writes it (synthesis slower than real time): running dry
+        meanwhile is a deliberate pause between sentences, not an underrun. False when it writes again."""
+        self._waiting = bool(waiting)
+
     def buffered_seconds(self) -> float:
         ring = self._ring
         return ring.readable() / self._stream_rate if ring and self._stream_rate else 0.0
@@ -147,6 +174,8 @@ class Player:
             self._ended = False
             self._started_utterance = False
             self._paused = False
+            self._waiting = False
+            self._first_sample_at = None
             self.last_error = None
             return self._generation
 
@@ -204,6 +233,7 @@ class Player:
             self._generation += 1
             self._ended = True
             self._paused = False
+            self._waiting = False
             if self._ring is not None:
                 self._ring.discard_all()
 
@@ -311,6 +341,9 @@ class Player:
         got = ring.read_into(out) if ring is not None else 0
         if got < frames:
             out[got:] = 0.0
+        if got and self._first_sample_at is None:
+            self._first_sample_at = time.perf_counter()
+            self._utterance_start_played = self.frames_played
         self.frames_played += got
         if status.output_underflow:
             self.underruns += 1
@@ -319,7 +352,7 @@ class Player:
                 if ring is None or ring.readable() == 0:
                     self._stop_requested = True
                     raise self._sd.CallbackStop
-            elif self._started_utterance:  # before its first chunk a new utterance is waiting, not running dry
+            elif self._started_utterance and not self._waiting:  # waiting for a first chunk or a buffered sentence
                 self.underruns += 1
 
 

@@ -47,9 +47,15 @@ def build_main_window(model_dir: str | None = None, settings: Settings | None = 
     else:
         if model_dir:
             window.show_message("\n".join(hub.validate_model_dir(model_dir)), True)
-        installed = [p for p in hub.installed_models(window.models_dir)]
+        from cosydesk.ui.model_manager import known_model_dirs
+
+        # catalogue models and folders added by hand, as the model list shows them (the last one may be gone)
+        installed = known_model_dirs(settings, window.models_dir)
         if installed and not model_dir:
             window.load_model(installed[0])
+            if folder:
+                window.show_message(window.tr("The model folder used last time ({old}) is gone; using {new}.").format(
+                    old=folder, new=installed[0].name), False)
         else:
             # Nothing usable: show the model manager on the recommended default once the window is up.
             QTimer.singleShot(0, lambda: window.open_model_manager(select=hub.DEFAULT_MODEL, modal=False))

@@ -31,6 +31,7 @@ from cosydesk.ui.drops import FileDrops
 from cosydesk.ui.file_actions import FileActions
 from cosydesk.ui.history import HistoryStore
 from cosydesk.ui.model_bar import ModelBar
+from cosydesk.ui.reading import ReadingProgress
 from cosydesk.ui.speak_control import SpeakControl
 from cosydesk.ui.voice_bar import PROFILE, SPEAKER, VoiceBar, voice_key
 from cosydesk.ui.window_layout import WindowLayout
@@ -74,6 +75,9 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         self.exports = WindowExports(self)  # File > Export… of the current utterance; finished ones to history
 
         self._build_widgets()
+        self.reading = ReadingProgress(self)
+        self.statusBar().addPermanentWidget(self.reading.label)
+        self.statusBar().addPermanentWidget(self.reading.bar)
         self._build_menus()
         self._connect()
         self.retranslate()
@@ -124,6 +128,9 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         worker.jobFailed.connect(self._on_job_failed)
         worker.jobFinished.connect(self._on_job_finished)
         worker.audioError.connect(self._on_audio_error)
+        worker.sentencesCounted.connect(self._on_sentences_counted)
+        worker.bufferingChanged.connect(self._on_buffering)
+        worker.reloadFailed.connect(self._on_reload_failed)
 
     # ------------------------------------------------------------------------------------------ texts
     def changeEvent(self, event) -> None:  # noqa: N802
@@ -134,6 +141,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
     def retranslate(self) -> None:
         self._retranslate_widgets()
         self._retranslate_menus()
+        self.reading.retranslate()
         self.refresh_styles()
         self._update_status()
         self._update_controls()

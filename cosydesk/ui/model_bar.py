@@ -46,6 +46,9 @@ class ModelBar:
         self._model_before_load = self.model  # kept when the worker refuses the new folder
         self.settings.set(Key.MODEL_DIR, str(report.path))
         self.refresh_models()
+        # The worker keeps the model in use until the new one has loaded; if that fails, it stays (reloadFailed).
+        if self.model is not None:
+            self._previous_model = self.model
         self.model = None
         self.current_job = None
         self.load_fraction = 0.0
@@ -63,9 +66,39 @@ class ModelBar:
             self.load_model(folder)
 
     def _set_runtime_option(self, key: Key, value: str) -> None:
+        """Compute device / backend: reload the model with it. The working model stays in use until the reload
+        has succeeded; when it fails, the setting goes back to what the working model runs with."""
+        previous = self.settings.get(key)
         self.settings.set(key, value)
-        if self.model is not None:
-            self.load_model(self.model.model_dir)
+        folder = self.model.model_dir if self.model is not None else self.settings.get(Key.MODEL_DIR)
+        option = {Key.DEVICE: "device", Key.BACKEND: "backend", Key.PRECISION: "precision"}.get(key)
+        if self.model is not None and self.model.options.get(option) == value:
+            return  # already running with it
+        if folder and (self.model is not None or self.state == "no_model"):
+            self._option_change = (key, previous)
+            self.load_model(folder)
+
+    def _on_reload_failed(self, message: str) -> None:
+        """The new model (or the same one with new options) did not load; the one loaded before is still in use."""
+        kept = getattr(self, "_previous_model", None)
+        change, self._option_change = getattr(self, "_option_change", None), None
+        if change is not None:
+            key, previous = change
+            self.settings.set(key, previous)
+            self._check_runtime_actions()
+        if kept is None:
+            return self._on_load_failed(message)
+        self.model = kept
+        self.settings.set(Key.MODEL_DIR, kept.model_dir)
+        self.refresh_models()
+        self._set_state("ready")
+        self.show_message(self.tr("{reason}. Still using {name} on {device} ({backend}).").format(
+            reason=message.rstrip("."), name=Path(kept.model_dir).name, device=kept.device, backend=kept.backend), True)
+
+    def _check_runtime_actions(self) -> None:
+        for group, key in ((self.device_group, Key.DEVICE), (self.backend_group, Key.BACKEND)):
+            for action in group.actions():
+                action.setChecked(action.data() == self.settings.get(key))
 
     def open_model_manager(self, select: str | None = None, modal: bool = True) -> ModelManagerDialog:
         dialog = ModelManagerDialog(self.settings, self.models_dir, select=select, parent=self)
@@ -86,12 +119,14 @@ class ModelBar:
 
     def _on_loaded(self, summary: ModelSummary) -> None:
         self.model = summary
+        self._previous_model = self._option_change = None
         self._set_state("ready")
         self.refresh_voices()
         self.refresh_styles()
         if self._pending_request is not None:
             request, self._pending_request = self._pending_request, None
             self.current_job = self.controller.speak(request)
+            self.reading.start(self.current_job, self.text_edit.toPlainText(), getattr(self, "_pending_offset", 0))
 
     def _on_load_failed(self, message: str) -> None:
         self.model = None

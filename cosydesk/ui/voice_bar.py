@@ -73,6 +73,8 @@ class VoiceBar:
         return kind, name
 
     def current_instruct(self) -> str | None:
+        if self.style_unavailable_reason():  # a style the chosen voice cannot take is not sent (Speak would fail)
+            return None
         index = self.style_combo.currentIndex()
         text = self.style_combo.currentText().strip()
         if index >= 0 and text == self.style_combo.itemText(index):

@@ -49,6 +49,7 @@ class WindowLayout:
         self.speed_spin.setSuffix("×")
         self.text_edit = QPlainTextEdit(central)
         self.text_edit.setObjectName("textEdit")
+        self.text_edit.setTabChangesFocus(True)  # Tab moves on to the next control, as everywhere else
         self.speak_button = QPushButton(central)
         self.speak_button.setObjectName("speakButton")
         self.stop_button = QPushButton(central)

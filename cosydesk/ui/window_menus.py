@@ -11,7 +11,7 @@ What it must not do: speak, load models or touch the worker beyond stopping it f
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 
 from cosydesk import hub
 from cosydesk.settings import Key
@@ -58,6 +58,13 @@ class WindowMenus:
         self.addAction(self.speak_action)
         self.addAction(self.stop_action)
         self.addAction(self.pause_action)
+        self.playback_menu = menu.addMenu("")
+        self.playback_menu.setToolTipsVisible(True)
+        for action in (self.speak_action, self.stop_action, self.pause_action):
+            self.playback_menu.addAction(action)
+        self.playback_menu.addSeparator()
+        for action in self.reading.actions():
+            self.playback_menu.addAction(action)
 
         self.settings_menu = menu.addMenu("")
         self.preferences_action = QAction(self)  # every setting, applied live (ui/preferences.py)
@@ -89,6 +96,10 @@ class WindowMenus:
         self.quit_action.setText(self.tr("Quit"))
         self.speak_action.setText(self.tr("Speak"))
         self.stop_action.setText(self.tr("Stop"))
+        self.playback_menu.setTitle(self.tr("&Playback"))
+        self.speak_action.setToolTip(self.tr("Speak the selection, or the whole text (Ctrl+Enter)"))
+        self.stop_action.setToolTip(self.tr("Stop speaking (Esc)"))
+        self.pause_action.setToolTip(self.tr("Pause or resume playback (Pause key)"))
         self.settings_menu.setTitle(self.tr("&Settings"))
         self.preferences_action.setText(self.tr("Preferences…"))
         self.view_menu.setTitle(self.tr("&View"))

@@ -50,8 +50,9 @@ class WindowStatus:
             "ready": self.tr("Ready"),
             "speaking": self.tr("Speaking…"),
         }
-        if not (self.state == "speaking" and self.status_state.text().startswith(names["speaking"][:-1])):
-            self.status_state.setText(names.get(self.state, self.state))
+        text = self.speaking_status() if self.state == "speaking" else names.get(self.state, self.state)
+        if self.status_state.text() != text:
+            self.status_state.setText(text)
         model = self.model
         self.status_model.setText(self.tr("Model: {name} ({version}, {rate} Hz)").format(
             name=Path(model.model_dir).name, version=model.version, rate=model.sample_rate) if model else "")
@@ -76,11 +77,29 @@ class WindowStatus:
         self.export_button.setEnabled(self.last_result is not None or self.exports.speaking_job() is not None)
         has_styles = bool(self.model and self.model.styles) or bool(
             self.model and (self.model.modes.get("instruct") or self.model.modes.get("instruct2")))
-        self.style_combo.setEnabled(has_styles)
+        reason = self.style_unavailable_reason() if has_styles else self.tr("This model has no styles.")
+        self.style_combo.setEnabled(has_styles and not reason)
+        tooltip = reason or self.tr("How the voice speaks: pick a preset or type an instruction")
+        if self.style_combo.toolTip() != tooltip:
+            self.style_combo.setToolTip(tooltip)
         self.speed_spin.setEnabled(self.model is not None)
+
+    def style_unavailable_reason(self) -> str:
+        """Why the Style box is off for the chosen voice ("" when a style can be used with it)."""
+        voice = self.current_voice()
+        if self.model is None or voice is None or voice[0] != "speaker" or voice[1] in self.model.styled_speakers:
+            return ""
+        return self.tr("Styles work with a voice profile (your own recording) on this model, not with the "
+                       "built-in voice {name}. Choose a voice profile or create one with “New voice…”.").format(
+            name=voice[1])
 
     def _tick(self) -> None:
         self.player.reap()
+        self.reading.tick()
+        if self.state == "speaking" and self.current_job is None and not self.player.is_playing:
+            self._set_state("ready")  # the last of the audio has been heard
+        elif self.state == "speaking":
+            self._update_status()
         self._update_controls()
         busy = self.player.is_playing or self.state in ("loading", "speaking", "warming")
         interval = BUSY_TICK_MS if busy else IDLE_TICK_MS

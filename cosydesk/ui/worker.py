@@ -31,6 +31,11 @@ from cosydesk.serve.turns import GatedSynth, TurnGate
 from cosydesk.telemetry.recorder import LatencyRecorder
 
 WARMUP_TEXT = "Hello."
+# Measured chunk RTF (compute time / audio time, smoothed) above which synthesis cannot keep up with playback:
+# each sentence is then buffered whole before it is played, so pauses fall between sentences, never inside one.
+KEEP_UP_RTF = 0.95
+RTF_SMOOTHING = 0.3  # weight of the newest chunk in the running estimate
+COUNT_BUDGET_S = 0.02  # time per chunk spent counting the request's sentences (on this thread, between chunks)
 
 
 @dataclass
@@ -45,6 +50,8 @@ class ModelSummary:
     style_labels_zh: dict[str, str]
     modes: dict[str, bool]
     load_s: float
+    styled_speakers: list[str] = field(default_factory=list)  # built-in speakers a style works with
+    options: dict[str, str] = field(default_factory=dict)  # the device/backend/precision asked for
 
 
 @dataclass
@@ -53,7 +60,19 @@ class ChunkInfo:
     index: int
     audio_s: float
     compute_s: float
-    first_audio_ms: float | None  # set on the first chunk only
+    first_audio_ms: float | None  # set on the first chunk only: key press to this chunk being ready
+    sentence_index: int = 0
+    span: tuple[int, int] | None = None  # of the request's text (AudioChunk.span)
+    start_frame: int = 0  # where the chunk starts in the utterance's audio (samples)
+
+
+@dataclass
+class SentenceCount:
+    """How many sentences the request's text has (counted while it is spoken) and their spans."""
+
+    job_id: int
+    spans: list[tuple[int, int]]
+    complete: bool
 
 
 @dataclass
@@ -88,10 +107,24 @@ def _default_folder_check(model_dir: str) -> None:
     check_model_folder(model_dir)
 
 
+def _sentence_case(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _describe(error: BaseException) -> str:
     if isinstance(error, (ValueError, OSError, AudioDeviceError)):
         return str(error) or type(error).__name__
     return f"{type(error).__name__}: {error}"
+
+
+def _styled_speakers(synth) -> list[str]:
+    """The built-in speakers a style (instruct text) works with: every one on a v1 Instruct model; on v2/v3 only
+    the saved zero-shot speakers (an entry with prompt audio features), as Synthesizer._voice_inputs rules."""
+    speakers = list(synth.speakers())
+    if synth.supports("instruct"):
+        return speakers
+    table = getattr(getattr(synth, "model", None), "spk2info", None) or {}
+    return [name for name in speakers if isinstance(table.get(name), dict) and "prompt_speech_feat" in table[name]]
 
 
 class SynthWorker(QObject):
@@ -106,6 +139,9 @@ class SynthWorker(QObject):
     jobFailed = Signal(int, str)
     jobFinished = Signal(object)  # UtteranceResult
     audioError = Signal(str)
+    sentencesCounted = Signal(object)  # SentenceCount
+    bufferingChanged = Signal(int, bool)  # job id, holding a sentence back while the player is silent
+    reloadFailed = Signal(str)  # a model could not be (re)loaded; the one loaded before stays in use
 
     def __init__(self, synthesizer_factory=None, player: Player | None = None,
                  recorder: LatencyRecorder | None = None, warmup: bool = True) -> None:
@@ -119,10 +155,16 @@ class SynthWorker(QObject):
         self.folder_check = _default_folder_check if synthesizer_factory is None else None
         # The app's speech and the in-app speech server (ui/serve_switch.py) take turns on the one model.
         self.gate = TurnGate()
+        self.summary: ModelSummary | None = None
+        self.rtf_estimate: float | None = None  # smoothed chunk RTF measured on this model (warm-up included)
+        self.audio_tokens: dict[int, int] = {}  # job id -> player token (read by the UI thread)
 
     # -- model ----------------------------------------------------------------------------------------
     @Slot(str, dict)
     def load(self, model_dir: str, options: dict) -> None:
+        """Load ``model_dir``; the model in use stays loaded until the new one has loaded. A folder that fails its
+        checks is refused before anything is loaded (loadRefused); when loading fails, a model already loaded
+        stays in use (reloadFailed with the reason) instead of leaving none (loadFailed)."""
         start = time.perf_counter()
         if self.folder_check is not None and self.synth is not None:
             try:
@@ -130,24 +172,29 @@ class SynthWorker(QObject):
             except Exception as error:  # noqa: BLE001 - every refusal becomes a message
                 self.loadRefused.emit(f"Cannot load {Path(model_dir).name}: {_describe(error)}")
                 return
-        self.synth = None  # drop the old model before loading the next (memory)
         try:
             with self.gate.turn(who="loading"):  # a server request on the old model ends first
                 synth = GatedSynth(self._factory(model_dir, progress=self.loadProgress.emit, **options), self.gate,
                                    who="app")
         except Exception as error:  # noqa: BLE001 - every load failure becomes a message
-            self.loadFailed.emit(f"Cannot load {Path(model_dir).name}: {_describe(error)}")
+            message = f"Cannot load {Path(model_dir).name}: {_describe(error)}"
+            if self.synth is not None and self.summary is not None:
+                self.reloadFailed.emit(message)
+            else:
+                self.loadFailed.emit(message)
             return
-        self.synth = synth
+        self.synth, self.summary, self.rtf_estimate = synth, None, None
         styles = list(synth.styles())
         labels_zh = {}
         for preset in getattr(synth, "style_presets", lambda: [])():
             labels_zh[preset.label] = preset.label_zh
         modes = {m: bool(synth.supports(m)) for m in ("sft", "zero_shot", "instruct", "instruct2")}
-        self.loaded.emit(ModelSummary(
+        self.summary = ModelSummary(
             model_dir=str(model_dir), version=synth.version, sample_rate=int(synth.sample_rate),
             device=str(synth.device), backend=str(synth.backend), speakers=list(synth.speakers()), styles=styles,
-            style_labels_zh=labels_zh, modes=modes, load_s=time.perf_counter() - start))
+            style_labels_zh=labels_zh, modes=modes, load_s=time.perf_counter() - start,
+            styled_speakers=_styled_speakers(synth), options={k: str(v) for k, v in options.items()})
+        self.loaded.emit(self.summary)
         if self.warmup:
             self._warm_up(synth)
 
@@ -166,11 +213,14 @@ class SynthWorker(QObject):
 
     @Slot()
     def unload(self) -> None:
-        self.synth = None
+        self.synth = self.summary = None
 
     # -- jobs -----------------------------------------------------------------------------------------
-    @Slot(int, object, object)
-    def speak(self, job_id: int, request: Request, cancel: threading.Event) -> None:
+    @Slot(int, object, object, float)
+    def speak(self, job_id: int, request: Request, cancel: threading.Event, pressed_at: float = 0.0) -> None:
+        """Synthesise ``request`` into the player. ``pressed_at``: perf_counter of the key press that asked for it
+        (first audio is measured from there). When the measured chunk RTF says synthesis cannot keep up, each
+        sentence is held back until it is complete (bufferingChanged), so playback never pauses inside one."""
         if cancel.is_set():  # stopped (or superseded) before it began: nothing to say
             self.jobFinished.emit(UtteranceResult(job_id, request, np.zeros(0, np.float32), 0, None, 0.0, 0.0, 0,
                                                   cancelled=True))
@@ -185,35 +235,68 @@ class SynthWorker(QObject):
         self.jobStarted.emit(job_id)
         rate = int(synth.sample_rate)
         token = self._begin_audio(rate)
-        start = last = time.perf_counter()
+        self.audio_tokens = {job_id: token} if token is not None else {}
+        start = time.perf_counter()
+        pressed_at = pressed_at or start
+        last = start
         pieces: list[np.ndarray] = []
         timeline = SentenceTimeline()
+        held: list[np.ndarray] = []  # the sentence being buffered (synthesis slower than real time)
+        held_sentence = -1
+        buffering = False
+        frames = 0
         first_audio_ms = None
         error = None
+        counter = _SentenceCounter(synth, request.text, job_id)
         try:
             for chunk in synth.stream(request, cancel):
                 now = time.perf_counter()
                 if cancel.is_set():
                     break
                 pcm = np.asarray(chunk.pcm, dtype=np.float32).reshape(-1)
-                token = self._play(pcm, token, cancel)
+                audio_s = len(pcm) / rate
+                sentence = int(getattr(chunk, "sentence_index", 0) or 0)
+                if first_audio_ms is None:
+                    first_audio_ms = (now - pressed_at) * 1000.0
+                self._measure(now - last, audio_s)
+                self.recorder.record_chunk(audio_s, now - last)
+                self.chunkReady.emit(ChunkInfo(job_id, len(pieces), audio_s, now - last,
+                                               first_audio_ms if not pieces else None, sentence,
+                                               getattr(chunk, "span", None), frames))
                 pieces.append(pcm)
                 timeline.add(chunk.sentence_index, chunk.span, len(pcm), len(request.text))
-                audio_s = len(pcm) / rate
-                if first_audio_ms is None:
-                    first_audio_ms = (now - start) * 1000.0
-                self.recorder.record_chunk(audio_s, now - last)
-                self.chunkReady.emit(ChunkInfo(job_id, len(pieces) - 1, audio_s, now - last,
-                                               first_audio_ms if len(pieces) == 1 else None))
+                frames += len(pcm)
+                if held and sentence != held_sentence:  # the held sentence is complete: play it whole
+                    token = self._play(np.concatenate(held), token, cancel)
+                    held = []
+                slow = self.rtf_estimate is not None and self.rtf_estimate > KEEP_UP_RTF
+                if held or (slow and self.player is not None):
+                    held.append(pcm)
+                    held_sentence = sentence
+                else:
+                    token = self._play(pcm, token, cancel)
+                buffering = self._set_buffering(job_id, bool(held), buffering)
+                if cancel.is_set():  # stopped while writing: do not compute another chunk of it
+                    break
+                counter.advance(self.sentencesCounted.emit)
                 last = time.perf_counter()
+            if held and not cancel.is_set():
+                token = self._play(np.concatenate(held), token, cancel)
+            counter.finish(self.sentencesCounted.emit, cancel)
         except Exception as exc:  # noqa: BLE001 - bad input, runtime faults: one message, app stays usable
-            error = _describe(exc)
+            error = _sentence_case(_describe(exc))  # shown as the message line: a sentence
         finally:
-            if self.player is not None and token is not None:
-                self.player.end(token)
+            self._set_buffering(job_id, False, buffering)
+            if self.player is not None:
+                self.player.wait_for_more(False)
+                if token is not None:
+                    self.player.end(token)
         wall_s = time.perf_counter() - start
         pcm = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         cancelled = cancel.is_set()
+        device_first = self.player.first_sample_time(token) if self.player is not None else None
+        if device_first is not None:
+            first_audio_ms = (device_first - pressed_at) * 1000.0
         result = UtteranceResult(job_id, request, pcm, rate, first_audio_ms, len(pcm) / rate, wall_s, len(pieces),
                                  cancelled=cancelled, error=error, sentences=timeline.ranges)
         if pieces and first_audio_ms is not None:
@@ -221,6 +304,20 @@ class SynthWorker(QObject):
         if error is not None:
             self.jobFailed.emit(job_id, error)
         self.jobFinished.emit(result)
+
+    def _measure(self, compute_s: float, audio_s: float) -> None:
+        if audio_s <= 0:
+            return
+        rtf = compute_s / audio_s
+        previous = self.rtf_estimate
+        self.rtf_estimate = rtf if previous is None else (1 - RTF_SMOOTHING) * previous + RTF_SMOOTHING * rtf
+
+    def _set_buffering(self, job_id: int, holding: bool, was: bool) -> bool:
+        if self.player is not None:
+            self.player.wait_for_more(holding)
+        if holding != was:
+            self.bufferingChanged.emit(job_id, holding)
+        return holding
 
     @Slot(int, object, int, object)
     def replay(self, job_id: int, pcm: np.ndarray, sample_rate: int, cancel: threading.Event) -> None:
@@ -257,11 +354,48 @@ class SynthWorker(QObject):
             return None
 
 
+class _SentenceCounter:
+    """Counts the request's sentences (Synthesizer.segments: the spans stream() will speak) a little after each
+    chunk, on the worker thread, so the UI can say "sentence n of N" without normalising the whole text first."""
+
+    def __init__(self, synth, text: str, job_id: int) -> None:
+        self.job_id = job_id
+        self.spans: list[tuple[int, int]] = []
+        self.done = False
+        try:
+            self._segments = iter(synth.segments(text)) if hasattr(synth, "segments") else None
+        except Exception:  # noqa: BLE001 - stream() reports bad text itself
+            self._segments = None
+        if self._segments is None:
+            self.done = True
+
+    def advance(self, emit, budget_s: float = COUNT_BUDGET_S) -> None:
+        if self.done:
+            return
+        deadline = time.perf_counter() + budget_s
+        before = len(self.spans)
+        try:
+            while time.perf_counter() < deadline:
+                segment = next(self._segments, None)
+                if segment is None:
+                    self.done = True
+                    break
+                self.spans.append((segment.start, segment.end))
+        except Exception:  # noqa: BLE001 - counting is a nicety; the stream reports real text errors
+            self.done = True
+        if len(self.spans) != before or self.done:
+            emit(SentenceCount(self.job_id, list(self.spans), self.done))
+
+    def finish(self, emit, cancel: threading.Event) -> None:
+        while not self.done and not cancel.is_set():
+            self.advance(emit, 0.2)
+
+
 class SynthController(QObject):
     """The UI's handle on the worker thread. All methods are for the UI thread and return at once."""
 
     _loadRequested = Signal(str, dict)
-    _speakRequested = Signal(int, object, object)
+    _speakRequested = Signal(int, object, object, float)
     _replayRequested = Signal(int, object, int, object)
     _unloadRequested = Signal()
     loadStarting = Signal(str)  # emitted on the UI thread by load(), before the worker drops the old model
@@ -282,6 +416,7 @@ class SynthController(QObject):
         self.worker.jobFinished.connect(self._forget)
         self._ids = itertools.count(1)
         self._cancels: dict[int, threading.Event] = {}
+        self._pressed_at: dict[int, float] = {}
         self.thread.start()
 
     @property
@@ -293,14 +428,29 @@ class SynthController(QObject):
         self.loadStarting.emit(str(model_dir))
         self._loadRequested.emit(str(model_dir), options)
 
-    def speak(self, request: Request) -> int:
-        """Queue a request; anything still running or queued is cancelled first. Returns the job id."""
+    def speak(self, request: Request, pressed_at: float | None = None) -> int:
+        """Queue a request; anything still running or queued is cancelled first. Returns the job id.
+        ``pressed_at``: perf_counter of the key press (first audio is measured from it; default: now)."""
+        pressed_at = time.perf_counter() if pressed_at is None else pressed_at
         self.stop()
         job_id = next(self._ids)
         cancel = threading.Event()
         self._cancels[job_id] = cancel
-        self._speakRequested.emit(job_id, request, cancel)
+        self._pressed_at[job_id] = pressed_at
+        self._speakRequested.emit(job_id, request, cancel, pressed_at)
         return job_id
+
+    def first_audio_ms(self, job_id: int | None) -> float | None:
+        """Key press to the job's first sample handed to the audio device (None until that has happened)."""
+        token = self.worker.audio_tokens.get(job_id) if job_id is not None else None
+        pressed = self._pressed_at.get(job_id)
+        played = self.player.first_sample_time(token) if self.player is not None and token is not None else None
+        return (played - pressed) * 1000.0 if played is not None and pressed is not None else None
+
+    def frames_played(self, job_id: int | None) -> int | None:
+        """Samples of the job's audio the device has played (None when it is not the one playing)."""
+        token = self.worker.audio_tokens.get(job_id) if job_id is not None else None
+        return self.player.utterance_frames_played(token) if self.player is not None and token is not None else None
 
     def replay(self, pcm: np.ndarray, sample_rate: int) -> int:
         self.stop()
@@ -320,6 +470,8 @@ class SynthController(QObject):
     @Slot(object)
     def _forget(self, result: UtteranceResult) -> None:
         self._cancels.pop(result.job_id, None)
+        for job_id in [j for j in self._pressed_at if j < result.job_id]:
+            self._pressed_at.pop(job_id, None)
 
     def shutdown(self, timeout_ms: int = 10000) -> bool:
         """Stop everything and end the thread; True if it ended in time."""

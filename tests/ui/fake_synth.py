@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosydesk.frontend.segments import Segment, raw_pieces
 from cosydesk.runtime.types import AudioChunk, Request
 
 
@@ -18,9 +19,17 @@ class FakeSynthesizer:
     backend = "eager"
 
     def __init__(self, model_dir, progress=None, device="auto", backend="auto", precision="auto",
-                 chunk_s: float = 0.2, chunks: int = 4, delay_s: float = 0.02, fail_load: str | None = None):
+                 chunk_s: float = 0.2, chunks: int = 4, delay_s: float = 0.02, fail_load: str | None = None,
+                 per_sentence: bool = False, delay_of=None, missing_devices: tuple[str, ...] = ()):
+        """per_sentence: ``chunks`` chunks for every sentence (segments(): the text cut at sentence marks), each
+        with its sentence_index and span, as the Synthesizer streams a long text. delay_of(request) -> seconds per
+        chunk overrides delay_s; the wait ends early on cancel, as the runtime stops between decode steps.
+        missing_devices: devices whose load fails as on a machine without them."""
         if fail_load:
             raise ValueError(fail_load)
+        if device in missing_devices:
+            raise RuntimeError(f"{device} was asked for, but this machine has no {device.upper()} device")
+        self.per_sentence, self.delay_of = per_sentence, delay_of
         self.model_dir = Path(model_dir)
         self.chunk_s, self.chunks, self.delay_s = chunk_s, chunks, delay_s
         self.requests: list[Request] = []
@@ -42,6 +51,13 @@ class FakeSynthesizer:
         t = np.arange(samples) + index * samples
         return (0.3 * np.sin(2 * np.pi * (220 + 40 * seed) * t / 24000) + 0.01).astype(np.float32)
 
+    def segments(self, text: str):
+        for start, end in raw_pieces(text):
+            while start < end and text[start].isspace():
+                start += 1
+            if start < end:
+                yield Segment(text[start:end], start, end)
+
     def stream(self, request: Request, cancel: threading.Event | None = None):
         if not request.text.strip():
             raise ValueError("the text is empty: type something to say")
@@ -49,12 +65,23 @@ class FakeSynthesizer:
             raise ValueError(f"unknown speaker {request.speaker!r}")
         self.requests.append(request)
         samples = int(self.chunk_s * self.sample_rate)
-        for index in range(self.chunks):
-            time.sleep(self.delay_s)
-            if cancel is not None and cancel.is_set():
-                return
-            yield AudioChunk(self.expected_pcm(index, samples, len(request.text) % 3), self.sample_rate, index,
-                             index == self.chunks - 1, timings={"ready": time.perf_counter()})
+        delay = self.delay_of(request) if self.delay_of else self.delay_s
+        sentences = list(self.segments(request.text)) if self.per_sentence else [None]
+        index = 0
+        for s_index, segment in enumerate(sentences):
+            for part in range(self.chunks):
+                if self.delay_of and cancel is not None:
+                    cancel.wait(delay)
+                else:
+                    time.sleep(delay)
+                if cancel is not None and cancel.is_set():
+                    return
+                last = s_index == len(sentences) - 1 and part == self.chunks - 1
+                yield AudioChunk(self.expected_pcm(index, samples, len(request.text) % 3), self.sample_rate, index,
+                                 last, sentence_index=s_index,
+                                 span=(segment.start, segment.end) if segment else None,
+                                 timings={"ready": time.perf_counter()})
+                index += 1
 
     def synthesize(self, request: Request) -> np.ndarray:
         return np.concatenate([c.pcm for c in self.stream(request)])

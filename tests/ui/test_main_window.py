@@ -198,8 +198,14 @@ def test_load_failure_is_reported(qtbot, data_dir, fake_model_dir):
 
 
 def test_styles_and_free_text_instruct(qtbot, data_dir, fake_model_dir):
+    """With a voice profile (a v2 model's styles need prompt audio): presets and free text become the instruct."""
     made = factory()
     window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir)
+    t = np.arange(24000 * 4) / 24000
+    window.voices.add("Alice", (0.3 * np.sin(2 * np.pi * 200 * t)).astype(np.float32), 24000, "hello from alice")
+    window.refresh_voices()
+    window.speaker_combo.setCurrentIndex(window.speaker_combo.findData(voice_key(PROFILE, "Alice")))
+    assert window.style_combo.isEnabled()
     assert [window.style_combo.itemData(i) for i in range(window.style_combo.count())] == ["", "Happy", "Sad"]
     window.style_combo.setCurrentIndex(1)
     assert window.current_instruct() == "Happy"
