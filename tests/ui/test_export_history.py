@@ -7,6 +7,7 @@ import numpy as np
 import soundfile as sf
 from PySide6.QtCore import Qt
 
+from cosydesk.ui.main_window import PROFILE, voice_key
 from cosydesk.audio.player import Player
 from cosydesk.audio.utterance_export import export_file_stem
 from cosydesk.settings import Key
@@ -102,8 +103,14 @@ def test_save_dialog_adds_the_filters_ending_remembers_the_folder_and_names_file
 
 def test_history_rows_search_delete_undo_and_enter(qtbot, data_dir, fake_model_dir):
     window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
+    # a style needs a voice profile on this (v2-like) model: a built-in speaker disables Style (D5)
+    t = np.arange(24000 * 4) / 24000
+    window.voices.add("Alice", (0.3 * np.sin(2 * np.pi * 200 * t)).astype(np.float32), 24000, "hello from alice")
+    window.refresh_voices()
+    window.speaker_combo.setCurrentIndex(window.speaker_combo.findData(voice_key(PROFILE, "Alice")))
     window.speed_spin.setValue(1.3)
     window.style_combo.setCurrentIndex(window.style_combo.findData("Happy"))
+    assert window.current_instruct() == "Happy"
     _speak(qtbot, window, "Roses are red,\n  violets are blue,\nsugar is sweet")
     _speak(qtbot, window, "Another entry")
     panel = window.history_panel
@@ -111,7 +118,7 @@ def test_history_rows_search_delete_undo_and_enter(qtbot, data_dir, fake_model_d
     lines = panel.describe(window.history.entries()[1]).split("\n")
     # D13: the text's own lines kept (two of them, "…" for the rest) and every detail on the line below
     assert lines[:2] == ["Roses are red,", "violets are blue, …"]
-    assert lines[2].startswith("中文女 · Happy · FakeModel · 1.3× · 0.8 s · first audio ") and " ms · RTF " in lines[2]
+    assert lines[2].startswith("Alice · Happy · FakeModel · 1.3× · 0.8 s · first audio ") and " ms · RTF " in lines[2]
     assert panel.list.sizeHintForRow(1) > panel.list.sizeHintForRow(0)  # the row is tall enough for its lines
     panel.search_edit.setText("VIOLETS")
     assert panel.apply_filter() == 1 and panel.list.item(0).isHidden()
