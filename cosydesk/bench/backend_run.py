@@ -89,7 +89,14 @@ def kernel_paths(model) -> dict:
         select = "device torch" if hasattr(llm, "selector") else "host"
     rows = type(estimator).__name__ == "RowCausalDecoder"
     encoder_graphs = len(getattr(getattr(model.flow, "encoder", None), "graphs", None) or {})
-    return {"llm_decode": decode, "token_select": select, "llm_decode_ahead": getattr(llm, "ahead", None),
+    decoder = getattr(model.flow, "decoder", None)
+    flow_buckets = list(getattr(decoder, "buckets", None) or [])
+    return {"flow_graphs": len(getattr(decoder, "graphs", None) or {}),
+            "flow_max_bucket": flow_buckets[-1] if flow_buckets else None,
+            # calls that ran the eager solver (longer than every bucket, or not captured), timed and fidelity passes
+            "flow_eager_calls": getattr(decoder, "eager_calls", None),
+            "encoder_eager_calls": getattr(getattr(model.flow, "encoder", None), "eager_calls", None),
+            "llm_decode": decode, "token_select": select, "llm_decode_ahead": getattr(llm, "ahead", None),
             "flow_triton_blocks": blocks, "flow_row_estimator": rows, "flow_encoder_graphs": encoder_graphs,
             "hift_final_graphs": len(getattr(model.hift, "padded", {}))}
 

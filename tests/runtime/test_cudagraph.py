@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded, make_buckets, padding_waste
+from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded, make_buckets, padding_waste, tiered_buckets
 from tests.conftest import cuda
 
 
@@ -18,6 +18,24 @@ def test_make_buckets_and_lookup():
     assert bucket_for(576, b) == 576 and bucket_for(577, b) is None
     with pytest.raises(ValueError):
         make_buckets(10, 0)
+
+
+def test_tiered_buckets_cover_long_sentences():
+    b = tiered_buckets(576, 32, 1408, 64, start=64)
+    assert b[:17] == make_buckets(576, 32, start=64) and b[17:] == list(range(640, 1409, 64))
+    assert bucket_for(577, b) == 640 and bucket_for(1408, b) == 1408 and bucket_for(1409, b) is None
+    assert tiered_buckets(576, 32, 0, 64, start=64) == make_buckets(576, 32, start=64)
+    assert tiered_buckets(288, 32, 704, 64) == make_buckets(288, 32) + [320, 384, 448, 512, 576, 640, 704]
+    # every flow call of the bench's long corpus (20-token prompt, 25 tokens a second, characters / 4 seconds,
+    # 2 frames a token) lands in a captured v2/v3 bucket
+    from cosydesk.bench.inputs import read_corpus
+    from cosydesk.runtime.cudagraph.model import FLOW_LONG_MAX_FRAMES, FLOW_LONG_BUCKET_STEP, FLOW_MAX_FRAMES
+
+    longest = max(len(t) for t in read_corpus("long"))
+    frames = 2 * (20 + round(longest / 4 * 25))
+    for version in ("v2", "v3"):
+        buckets = tiered_buckets(FLOW_MAX_FRAMES[version], 32, FLOW_LONG_MAX_FRAMES[version], FLOW_LONG_BUCKET_STEP)
+        assert bucket_for(frames, buckets) is not None, (version, frames)
 
 
 def test_padding_waste_bounded_by_step():

@@ -21,6 +21,19 @@ def make_buckets(max_len: int, step: int, start: int | None = None) -> list[int]
     return out
 
 
+def tiered_buckets(short_max: int, step: int, long_max: int, long_step: int, start: int | None = None) -> list[int]:
+    """``make_buckets(short_max, step, start)`` then multiples of ``long_step`` past it up to ``long_max``: fine
+    buckets where most calls land (little padding) and coarse ones for long sentences (fewer graphs; the
+    padding is a smaller share of a long call)."""
+    out = make_buckets(short_max, step, start)
+    if long_max > out[-1]:
+        if long_step <= 0:
+            raise ValueError("long_step must be positive")
+        first = (out[-1] // long_step + 1) * long_step
+        out += make_buckets(long_max, long_step, start=first)
+    return out
+
+
 def bucket_for(length: int, buckets: list[int]) -> int | None:
     """The smallest bucket >= length, or None when the length is above every bucket."""
     i = bisect.bisect_left(buckets, length)

@@ -24,7 +24,7 @@ import torch
 
 from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
-from cosydesk.runtime.cudagraph.buckets import make_buckets
+from cosydesk.runtime.cudagraph.buckets import make_buckets, tiered_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
 from cosydesk.runtime.options import active as active_options
@@ -38,6 +38,13 @@ from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM, suppo
 FLOW_BUCKET_STEP = 32
 ENCODER_BUCKET_STEP = 32  # tokens; the encoder is launch-bound, so coarse buckets cost little and save graphs
 FLOW_MAX_FRAMES = {"v1": 448, "v2": 576, "v3": 576}
+# v2/v3: coarser buckets past FLOW_MAX_FRAMES up to the flow calls of long sentences (each flow call sees prompt +
+# every token so far, 2 frames a token): 1408 frames = 704 tokens, the bench's longest long-corpus sentence
+# (106 characters, 663 tokens) with its 20-token prompt, or an 80-character segment (500 tokens) after a 8-s
+# prompt. Without them those calls ran the eager solver, ~200-265 ms each on the H200 instead of ~30-60.
+FLOW_LONG_MAX_FRAMES = {"v2": 1408, "v3": 1408}
+FLOW_LONG_BUCKET_STEP = 64
+ENCODER_LONG_BUCKET_STEP = 64
 
 
 def v1_encoder_graphs_wanted(encoder) -> bool:
@@ -85,19 +92,24 @@ def static_llm(model, max_len: int | None = None, pool=None, progress=None):
     return StaticTransformerLM(model.llm, **kwargs)
 
 
-def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow_max_frames: int | None = None):
-    """``model`` already float16 on CUDA; returns the dataclass copy with graph-backed llm / flow.decoder."""
+def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow_max_frames: int | None = None,
+                      flow_long_max_frames: int | None = None):
+    """``model`` already float16 on CUDA; returns the dataclass copy with graph-backed llm / flow.decoder.
+    ``flow_max_frames``: the fine buckets' end (default FLOW_MAX_FRAMES); ``flow_long_max_frames``: the coarse
+    buckets' end (default FLOW_LONG_MAX_FRAMES; 0 or at most flow_max_frames: none)."""
     # One pool per stream: graphs sharing a pool reuse each other's temporaries, which is only safe when they
     # never run at the same time. The LLM (stream A) and the flow (stream B) do run concurrently.
     llm_pool, flow_pool = torch.cuda.graph_pool_handle(), torch.cuda.graph_pool_handle()
     llm = static_llm(model, llm_max_len, llm_pool, progress)
     flow = model.flow
     max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
+    long_frames = FLOW_LONG_MAX_FRAMES.get(model.version, 0) if flow_long_max_frames is None else flow_long_max_frames
     # the flow encoder is captured per token bucket (v3's flow has none)
     encoder_kind = type(getattr(flow, "encoder", None)).__name__
     if encoder_kind == "UpsampleConformerEncoder":
-        tokens = max_frames // flow.encoder.up_stride
-        flow.encoder = GraphedEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
+        tokens, long_tokens = max_frames // flow.encoder.up_stride, long_frames // flow.encoder.up_stride
+        flow.encoder = GraphedEncoder(flow.encoder, tiered_buckets(tokens, ENCODER_BUCKET_STEP, long_tokens,
+                                                                   ENCODER_LONG_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)
     elif encoder_kind == "ConformerEncoder" and v1_encoder_graphs_wanted(flow.encoder):
         # prompt + new tokens of the longest flow call (frames per token: sample rate / hop / token rate)
@@ -116,7 +128,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         if active_options().row_estimator:
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
-    buckets = make_buckets(max_frames, FLOW_BUCKET_STEP, start=64)
+    buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
     graphed = GraphedSampler(sampler, buckets, modes)
     graphed.capture(pool=flow_pool, progress=progress)
