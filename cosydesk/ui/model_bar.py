@@ -96,9 +96,14 @@ class ModelBar:
             reason=message.rstrip("."), name=Path(kept.model_dir).name, device=kept.device, backend=kept.backend), True)
 
     def _check_runtime_actions(self) -> None:
-        for group, key in ((self.device_group, Key.DEVICE), (self.backend_group, Key.BACKEND)):
-            for action in group.actions():
-                action.setChecked(action.data() == self.settings.get(key))
+        """An open Preferences dialog shows the engine settings as they are now (after a reload went back)."""
+        dialog = getattr(self, "preferences_dialog", None)
+        if dialog is None:
+            return
+        try:
+            dialog.fill()
+        except RuntimeError:  # its window was closed and deleted meanwhile
+            self.preferences_dialog = None
 
     def open_model_manager(self, select: str | None = None, modal: bool = True) -> ModelManagerDialog:
         dialog = ModelManagerDialog(self.settings, self.models_dir, select=select, parent=self)

@@ -28,6 +28,7 @@ from cosydesk.ui import engine_choices
 from cosydesk.ui.engine_choices import Capabilities
 
 # the export format table's keys and labels (one table for the app, the CLI and the server)
+ENGINE_KEYS = (Key.DEVICE, Key.BACKEND, Key.PRECISION)
 EXPORT_FORMATS = tuple((spec.key, spec.label.removesuffix(" audio")) for spec in FORMATS.values())
 
 
@@ -49,6 +50,7 @@ class PreferencesDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("preferencesDialog")
         self.settings = settings
+        self._applies = apply is not None
         self._apply = apply or (lambda key, value: None)
         self.caps = capabilities or engine_choices.detect()
         self._output_devices = output_devices or self._list_output_devices
@@ -262,6 +264,11 @@ class PreferencesDialog(QDialog):
     # -- changes ------------------------------------------------------------------------------------------
     def _changed(self, key: Key, value) -> None:
         if self._filling or self.settings.get(key) == value:
+            return
+        if key in ENGINE_KEYS and self._applies:
+            # the window stores an engine choice itself: it remembers the one running, to go back to it when the
+            # model does not load with the new one
+            self._apply(key, value)
             return
         self.settings.set(key, value)
         self._apply(key, value)

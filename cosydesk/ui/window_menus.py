@@ -141,6 +141,7 @@ class WindowMenus:
         from cosydesk.ui.preferences import PreferencesDialog
 
         dialog = PreferencesDialog(self.settings, apply=self.apply_preference, capabilities=capabilities, parent=self)
+        self.preferences_dialog = dialog  # refilled when an engine change is taken back (_check_runtime_actions)
         if modal:
             dialog.exec()
         else:

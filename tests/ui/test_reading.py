@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from cosydesk.audio.player import Player
 from cosydesk.settings import Key, Settings
 from tests.audio.fake_sd import FakeSoundDevice
+from cosydesk.ui.engine_choices import Capabilities
 from tests.ui.fake_synth import factory
 from tests.ui.helpers import make_window, wait_idle
 
@@ -144,18 +145,20 @@ def test_choosing_a_device_that_is_missing_keeps_the_working_model(qtbot, data_d
     made = factory(missing_devices=("cuda",))
     window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir)
     working = window.model
-    cuda = next(a for a in window.device_group.actions() if a.data() == "cuda")
+    # Preferences believes a GPU is there (as when torch sees one that then fails to load the model)
+    dialog = window.open_preferences(capabilities=Capabilities(cuda=True, cuda_reason="", tensorrt=False,
+                                                               tensorrt_reason="TensorRT is not installed"))
     with qtbot.waitSignal(window.controller.worker.reloadFailed, timeout=10000):
-        cuda.trigger()
+        assert dialog.set_engine(Key.DEVICE, "cuda")
     qtbot.waitUntil(lambda: window.state == "ready", timeout=5000)
     assert window.model is working
     assert window.settings.get(Key.DEVICE) == "auto"
-    assert next(a for a in window.device_group.actions() if a.isChecked()).data() == "auto"
+    assert dialog.device_combo.currentData() == "auto"  # the dialog shows what runs
     message = window.error_label.text()
     assert message.startswith("Cannot load") and "no CUDA device" in message and "Still using" in message
-    auto = next(a for a in window.device_group.actions() if a.data() == "auto")
-    auto.trigger()
+    assert dialog.set_engine(Key.DEVICE, "auto") and window.settings.get(Key.DEVICE) == "auto"
     assert window.state == "ready" and window.model is working
+    dialog.close()
     window.text_edit.setPlainText("Still speaking.")
     with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000) as finished:
         window.speak()
