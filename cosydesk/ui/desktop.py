@@ -84,9 +84,17 @@ class DesktopIntegration(QObject):
         if instance_server is not None:
             instance_server.showRequested.connect(self._on_show_requested)
             instance_server.readRequested.connect(self.read_text)
+        window.preferences_sections = [*getattr(window, "preferences_sections", []), self._add_serve_page]
         window.installEventFilter(self)
         self.retranslate()
         self._shut = False
+
+    def _add_serve_page(self, dialog) -> None:
+        """Preferences > Local API: the switch and where it serves."""
+        from cosydesk.ui.serve_preferences import ServePreferences
+
+        page = ServePreferences(self.serve, self.settings, dialog)
+        dialog.add_section(self.tr("Local API"), page, "servePage")
 
     # -- texts -------------------------------------------------------------------------------------------------
     def retranslate(self) -> None:

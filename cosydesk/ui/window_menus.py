@@ -142,6 +142,8 @@ class WindowMenus:
 
         dialog = PreferencesDialog(self.settings, apply=self.apply_preference, capabilities=capabilities, parent=self)
         self.preferences_dialog = dialog  # refilled when an engine change is taken back (_check_runtime_actions)
+        for add_section in getattr(self, "preferences_sections", ()):  # pages other parts add (the local API)
+            add_section(dialog)
         if modal:
             dialog.exec()
         else:

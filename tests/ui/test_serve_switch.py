@@ -166,3 +166,29 @@ def test_a_busy_port_or_an_open_address_without_key_turns_the_switch_off(qtbot, 
         switch.set_enabled(True)
     assert "70000" in failed.args[0]
     window.close()
+
+
+def test_preferences_local_api_page_is_the_same_switch(qtbot, data_dir, fake_model_dir):
+    """Preferences > Local API shows the switch the tray and Tools menu show: turning it on there starts the
+    server; turning it off in the menu unticks it there; port and key are stored."""
+    window = make_window(qtbot, data_dir, fake_factory(), model_dir=fake_model_dir)
+    window.settings.set(Key.SERVE_PORT, 0)
+    integration = DesktopIntegration(window)
+    switch = integration.serve
+    dialog = window.open_preferences()
+    page = dialog.pages["servePage"]
+    assert dialog.tabs.tabText(dialog.tabs.indexOf(page)) == "Local API"
+    assert not page.enabled_box.isChecked() and page.port_spin.value() == 1  # 0 (any free port) shown as 1..65535
+    window.settings.set(Key.SERVE_PORT, 0)  # keep "any free port" for this test's server
+    page.enabled_box.setChecked(True)
+    qtbot.waitUntil(lambda: switch.state == "on", timeout=30000)
+    assert switch.action.isChecked() and window.settings.get(Key.SERVE_ENABLED) is True
+    switch.action.trigger()  # off from the Tools menu / tray
+    qtbot.waitUntil(lambda: switch.state == "off", timeout=20000)
+    assert not page.enabled_box.isChecked()
+    page.port_spin.setValue(8123)
+    page.key_edit.setText("secret")
+    page.key_edit.editingFinished.emit()
+    assert window.settings.get(Key.SERVE_PORT) == 8123 and window.settings.get(Key.SERVE_API_KEY) == "secret"
+    dialog.close()
+    window.close()
