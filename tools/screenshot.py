@@ -3,10 +3,13 @@ telemetry dock visible).
 
     Xvfb :99 -screen 0 1280x800x24 -nolisten tcp &
     DISPLAY=:99 QT_QPA_PLATFORM=xcb python tools/screenshot.py docs/screenshot-main.png --model DIR [--lang zh_CN]
+    DISPLAY=:99 QT_QPA_PLATFORM=xcb python tools/screenshot.py docs/screenshot-reading.png --model DIR --reading
 
 It speaks a few short lines (so history and the latency plot have content), then a long text, and while
 that one is still being synthesised it captures the X screen with ImageMagick's `import -window root`
-(a real-window screenshot, not a widget render). Needs a CJK font (fonts-wqy-microhei) for Chinese text.
+(a real-window screenshot, not a widget render; without ImageMagick, Qt grabs the X screen the same way).
+--reading speaks a long text of many sentences instead and captures once the second sentence is being synthesised
+(sentence progress and highlight visible). Needs a CJK font (fonts-wqy-microhei) for Chinese text.
 For a real-time paced sound device without a sound card (so the underrun counter means something), route ALSA
 to a PulseAudio null sink (`pulseaudio -n --daemonize -L module-null-sink ...`) with ALSA_CONFIG_PATH pointing at a config holding
 `pcm.!default { type pulse }`; the committed docs/screenshot-main.png was taken that way.
@@ -30,6 +33,12 @@ LONG_TEXT = ("CosyDesk 在你自己的显卡上实时合成语音：输入中文
              "你可以选择说话人和风格，把喜欢的句子导出为 WAV 文件。")
 
 
+READING_TEXT = ("The museum opens at nine in the morning. Visitors start with the hall of old maps. "
+                "Next comes a room of ship models, each built by hand. Children like the whale skeleton best. "
+                "The café on the top floor looks over the harbour. Tickets are free on the first Sunday of the month. "
+                "Guided tours leave every hour from the main desk. The last entry is at half past four.")
+
+
 class _Driver(QObject):
     """Lives in the UI thread, so the worker's signals reach these slots queued (never in the worker thread)."""
 
@@ -40,12 +49,14 @@ class _Driver(QObject):
         self.shot = None
 
     def speak_next(self) -> None:
+        if self.args.reading:
+            self.queue = []
         if self.queue:
             self.window.text_edit.setPlainText(self.queue.pop(0))
             self.window.speak()
         elif self.shot is None:
             self.shot = "waiting"
-            self.window.text_edit.setPlainText(LONG_TEXT)
+            self.window.text_edit.setPlainText(READING_TEXT if self.args.reading else LONG_TEXT)
             self.window.speak()
 
     @Slot(object)
@@ -55,16 +66,21 @@ class _Driver(QObject):
 
     @Slot(object)
     def on_chunk(self, info) -> None:
-        if self.shot == "waiting":
+        if self.shot == "waiting" and (not self.args.reading or info.sentence_index >= 1):
             self.shot = "taking"
-            QTimer.singleShot(150, self.take)  # let the status bar and plots repaint first
+            QTimer.singleShot(1500 if self.args.reading else 150, self.take)  # the highlight follows playback
 
     def take(self) -> None:
         out = self.args.out
         out.parent.mkdir(parents=True, exist_ok=True)
         self.app.processEvents()
-        subprocess.run(["/usr/bin/import", "-window", "root", "-crop", f"{self.args.width}x{self.args.height}+0+0",
-                        str(out)], check=True)
+        if Path("/usr/bin/import").exists():
+            subprocess.run(["/usr/bin/import", "-window", "root", "-crop",
+                            f"{self.args.width}x{self.args.height}+0+0", str(out)], check=True)
+        else:  # the X server's root window through Qt (still the real screen, not a widget render)
+            grab = self.app.primaryScreen().grabWindow(0, 0, 0, self.args.width, self.args.height)
+            if not grab.save(str(out)):
+                raise SystemExit(f"could not write {out}")
         print(f"saved {out}")
         self.window.stop()
         QTimer.singleShot(200, self.app.quit)
@@ -83,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", default="en", choices=["en", "zh_CN"])
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=800)
+    parser.add_argument("--reading", action="store_true", help="a long text mid-way: sentence progress and highlight")
     args = parser.parse_args(argv)
     os.environ.setdefault("COSYDESK_DATA_DIR", tempfile.mkdtemp(prefix="cosydesk-shot-"))
 
