@@ -4,13 +4,18 @@
 
 1. pyside6-lupdate scans cosydesk/ui/*.py for self.tr() strings into cosydesk_zh_CN.ts (the Qt Linguist
    source, which translators can also edit with pyside6-linguist);
-2. entries still unfinished are filled from ZH_CN below (the reviewed table lives here, in one place);
-3. pyside6-lrelease compiles cosydesk_zh_CN.qm, which the app loads at run time.
+2. strings lupdate files under a context no tr() call looks up at run time (`parent.tr(...)` becomes context
+   "parent", `tr = self.window.tr` becomes "") move to the classes whose tr() reads them (RUNTIME_CONTEXTS):
+   PySide6's tr() tries the class names of the object's MRO, never a variable's name;
+3. entries still unfinished are filled from ZH_CN below (the reviewed table lives here, in one place);
+4. pyside6-lrelease compiles cosydesk_zh_CN.qm, which the app loads at run time.
 Both .ts and .qm are committed, so running the app never needs the Qt tools.
 """
 
 from __future__ import annotations
 
+import copy
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +26,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 TS = HERE / "cosydesk_zh_CN.ts"
 QM = HERE / "cosydesk_zh_CN.qm"
+
+# lupdate's context (the expression before .tr) -> the classes of the objects that expression holds at run time
+RUNTIME_CONTEXTS: dict[str, tuple[str, ...]] = {
+    "": ("MainWindow",),                        # reading.py: tr = self.window.tr
+    "self.window": ("MainWindow",),             # reading.py
+    "window": ("MainWindow",),                  # app.py, desktop.py
+    "parent": ("MainWindow", "HistoryPanel"),   # export_actions.py: ask_save_path / write_export(parent, ...)
+}
+CLASS_NAME = re.compile(r"[A-Z]\w*")
 
 ZH_CN = {
     # help / diagnostics
@@ -258,6 +272,100 @@ ZH_CN = {
     "No data yet": "暂无数据",
     "Last: first audio {ms} ms · RTF {rtf} · underruns {n}": "上一句：首音 {ms} 毫秒 · 实时率 {rtf} · 欠载 {n} 次",
     "No utterance yet: press Speak to see its speed here.": "还没有语音：按“朗读”后这里会显示速度。",
+    # reading progress / playback menu / buffering
+    "Play from cursor": "从光标处播放",
+    "Read from the start of the sentence at the text cursor (Ctrl+Shift+Enter)": "从文本光标所在句子的开头朗读（Ctrl+Shift+Enter）",
+    "Next sentence": "下一句",
+    "Skip to the next sentence (Alt+Right)": "跳到下一句（Alt+→）",
+    "Previous sentence": "上一句",
+    "Go back to the previous sentence (Alt+Left)": "回到上一句（Alt+←）",
+    "Repeat sentence": "重复本句",
+    "Hear the current sentence again (Ctrl+R)": "再听一遍当前句子（Ctrl+R）",
+    "How far through the text the reading is": "文本已朗读到哪里",
+    "Sentence {n} of {total}": "第 {n} 句，共 {total} 句",
+    "Sentence {n} of …": "第 {n} 句，共 … 句",
+    "&Playback": "播放(&P)",
+    "Speak the selection, or the whole text (Ctrl+Enter)": "朗读选中的文字，或全部文本（Ctrl+Enter）",
+    "Stop speaking (Esc)": "停止朗读（Esc）",
+    "Buffering…": "正在缓冲…",
+    # single instance / tray / serve switch
+    "&Tools": "工具(&T)",
+    "Read clipboard": "朗读剪贴板",
+    "The clipboard holds no text to read.": "剪贴板中没有可朗读的文本。",
+    "No model is loaded: open CosyDesk and choose one.": "尚未加载模型：请打开 CosyDesk 并选择一个。",
+    "Reading: {text}": "正在朗读：{text}",
+    "Show CosyDesk": "显示 CosyDesk",
+    "Serve other apps": "为其他应用提供服务",
+    "Serve other apps: {why}": "为其他应用提供服务：{why}",
+    "Let other programs speak through CosyDesk's OpenAI-compatible API (/v1/audio/speech) on the model loaded here":
+        "让其他程序通过 CosyDesk 的 OpenAI 兼容 API（/v1/audio/speech）使用这里已加载的模型朗读",
+    "port {port} (setting {key}) is not a TCP port (0-65535)": "端口 {port}（设置项 {key}）不是有效的 TCP 端口（0-65535）",
+    "address": "地址",
+    "an API key": "API 密钥",
+    "API: 1 request": "API：1 个请求",
+    "API: {n} requests": "API：{n} 个请求",
+    "API: on {url}": "API：已在 {url} 开启",
+    " · last: {client}": " · 最近：{client}",
+    "API: starting…": "API：正在启动…",
+    "API: stopping…": "API：正在停止…",
+    "API: waiting for a model": "API：正在等待模型",
+    # history (search, export menu, undo)
+    "Search the history (text, voice, style, model)": "搜索历史记录（文本、声音、风格、模型）",
+    "Play the selected utterance again (Enter)": "再次播放选中的语音（Enter）",
+    "Save the selected utterance's audio; the arrow offers one file per sentence and subtitles":
+        "保存选中语音的音频；点箭头可按句分别保存或导出字幕",
+    "Audio…": "音频…",
+    "One file per sentence…": "每句一个文件…",
+    "Subtitles (.srt, .vtt)…": "字幕（.srt、.vtt）…",
+    "Remove the selected utterance (Del); Undo brings it back": "删除选中的语音（Del）；可用“撤销”恢复",
+    "Undo": "撤销",
+    "{seconds} s": "{seconds} 秒",
+    "first audio {latency}": "首音 {latency}",
+    "RTF {rtf}": "实时率 {rtf}",
+    "partial (stopped before the end)": "不完整（在结束前停止）",
+    "Deleted “{text}”.": "已删除“{text}”。",
+    "Could not undo the delete: {e}": "无法撤销删除：{e}",
+    # export (per sentence, subtitles, partial)
+    "Still synthesising: {name} is saved when it is complete (Stop saves what is ready).":
+        "仍在合成：完成后会保存 {name}（按“停止”则保存已合成的部分）。",
+    "Nothing was synthesised: {name} was not saved.": "没有合成任何内容：{name} 未保存。",
+    "Export one file per sentence…": "按句导出为多个文件…",
+    "Export subtitles (.srt, .vtt)…": "导出字幕（.srt、.vtt）…",
+    "Export one file per sentence": "按句导出为多个文件",
+    "Export subtitles": "导出字幕",
+    "Saved subtitles for {n} sentences to {path}": "已将 {n} 句的字幕保存到 {path}",
+    "Replace files?": "替换文件？",
+    "{n} of the files ({first}, …) exist already. Replace them?": "其中 {n} 个文件（{first}, …）已存在。要替换吗？",
+    "Nothing was exported.": "没有导出任何内容。",
+    "Saved {n} files, {first} … {last}": "已保存 {n} 个文件：{first} … {last}",
+    "Saved {path} (partial: {seconds} s, stopped before the end)": "已保存 {path}（不完整：{seconds} 秒，在结束前停止）",
+    # voice manager
+    "Voice profiles…": "声音管理…",
+    "Voice profiles": "声音管理",
+    "Preview": "试听",
+    "Play the recording the voice is cloned from (Enter)": "播放用于克隆此声音的录音（Enter）",
+    "Rename…": "重命名…",
+    "Give the voice another name": "给这个声音换个名字",
+    "Re-record…": "重新录制…",
+    "Replace the recording and its transcript": "替换录音及其文本",
+    "Remove the voice and its recording": "删除这个声音及其录音",
+    "New…": "新建…",
+    "Add a voice from a recording": "用一段录音添加声音",
+    "{name}\n{seconds} s · “{transcript}”": "{name}\n{seconds} 秒 · “{transcript}”",
+    "Cannot play {name}: {e}": "无法播放 {name}：{e}",
+    "Rename voice": "重命名声音",
+    "New name": "新名称",
+    "Delete voice": "删除声音",
+    "Delete the voice “{name}” and its recording?": "要删除声音“{name}”及其录音吗？",
+    "“{name}” could not be deleted.": "无法删除“{name}”。",
+    "Re-record “{name}”": "重新录制“{name}”",
+    # styles / model bar
+    "This model has no styles.": "此模型没有风格可选。",
+    "How the voice speaks: pick a preset or type an instruction": "声音的说话方式：选择预设或输入指令",
+    "Styles work with a voice profile (your own recording) on this model, not with the built-in voice {name}. Choose a voice profile or create one with “New voice…”.":
+        "在此模型上，风格只适用于你自己录制的声音，不适用于内置声音 {name}。请选择一个自己的声音，或用“新建声音…”创建一个。",
+    "{reason}. Still using {name} on {device} ({backend}).": "{reason}。仍在 {device}（{backend}）上使用 {name}。",
+    "The model folder used last time ({old}) is gone; using {new}.": "上次使用的模型文件夹（{old}）已不存在；改用 {new}。",
 }
 
 
@@ -268,11 +376,37 @@ def _tool(name: str) -> str:
     return path
 
 
+def relocate_contexts(root: ET.Element) -> list[str]:
+    """Move messages out of contexts that are not class names into RUNTIME_CONTEXTS; returns the unknown ones."""
+    contexts = {c.findtext("name") or "": c for c in root.findall("context")}
+    unknown = []
+    for name, context in list(contexts.items()):
+        if CLASS_NAME.fullmatch(name):
+            continue
+        if name not in RUNTIME_CONTEXTS:
+            unknown.append(name)
+            continue
+        root.remove(context)
+        for target in RUNTIME_CONTEXTS[name]:
+            if target not in contexts:
+                contexts[target] = ET.SubElement(root, "context")
+                ET.SubElement(contexts[target], "name").text = target
+            have = {m.findtext("source") for m in contexts[target].iter("message")}
+            for message in context.findall("message"):
+                if message.findtext("source") not in have:
+                    contexts[target].append(copy.deepcopy(message))
+    return unknown
+
+
 def main() -> int:
     sources = sorted(str(p) for p in (REPO / "cosydesk" / "ui").glob("*.py"))
     subprocess.run([_tool("pyside6-lupdate"), *sources, "-no-obsolete", "-locations", "none", "-ts", str(TS), "-target-language", "zh_CN"],
                    check=True)
     tree = ET.parse(TS)
+    unknown = relocate_contexts(tree.getroot())
+    if unknown:
+        raise SystemExit(f"tr() calls in contexts {unknown} are never looked up at run time: call self.tr() in the "
+                         "QObject subclass that shows the text, or add the context to RUNTIME_CONTEXTS")
     missing = []
     for message in tree.getroot().iter("message"):
         source = message.find("source").text or ""

@@ -44,6 +44,33 @@
     </message>
 </context>
 <context>
+    <name>DesktopIntegration</name>
+    <message>
+        <source>&amp;Tools</source>
+        <translation>工具(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Read clipboard</source>
+        <translation>朗读剪贴板</translation>
+    </message>
+    <message>
+        <source>The clipboard holds no text to read.</source>
+        <translation>剪贴板中没有可朗读的文本。</translation>
+    </message>
+    <message>
+        <source>No model is loaded: open CosyDesk and choose one.</source>
+        <translation>尚未加载模型：请打开 CosyDesk 并选择一个。</translation>
+    </message>
+    <message>
+        <source>Reading: {text}</source>
+        <translation>正在朗读：{text}</translation>
+    </message>
+    <message>
+        <source>Serve other apps: {why}</source>
+        <translation>为其他应用提供服务：{why}</translation>
+    </message>
+</context>
+<context>
     <name>DiagnosticsDialog</name>
     <message>
         <source>Diagnostics</source>
@@ -80,56 +107,120 @@
         <source>Drop one file or folder at a time.</source>
         <translation>请一次只拖入一个文件或文件夹。</translation>
     </message>
-    <message>
-        <source>Nothing to export yet: speak something first.</source>
-        <translation>还没有可导出的语音：请先朗读。</translation>
-    </message>
-    <message>
-        <source>Export audio</source>
-        <translation>导出音频</translation>
-    </message>
-    <message>
-        <source>WAV audio (*.wav);;FLAC audio (*.flac)</source>
-        <translation>WAV 音频 (*.wav);;FLAC 音频 (*.flac)</translation>
-    </message>
-    <message>
-        <source>Saved {path}</source>
-        <translation>已保存 {path}</translation>
-    </message>
 </context>
 <context>
     <name>HistoryPanel</name>
     <message>
+        <source>Search the history (text, voice, style, model)</source>
+        <translation>搜索历史记录（文本、声音、风格、模型）</translation>
+    </message>
+    <message>
         <source>Replay</source>
         <translation>重播</translation>
+    </message>
+    <message>
+        <source>Play the selected utterance again (Enter)</source>
+        <translation>再次播放选中的语音（Enter）</translation>
     </message>
     <message>
         <source>Export…</source>
         <translation>导出…</translation>
     </message>
     <message>
+        <source>Save the selected utterance's audio; the arrow offers one file per sentence and subtitles</source>
+        <translation>保存选中语音的音频；点箭头可按句分别保存或导出字幕</translation>
+    </message>
+    <message>
+        <source>Audio…</source>
+        <translation>音频…</translation>
+    </message>
+    <message>
+        <source>One file per sentence…</source>
+        <translation>每句一个文件…</translation>
+    </message>
+    <message>
+        <source>Subtitles (.srt, .vtt)…</source>
+        <translation>字幕（.srt、.vtt）…</translation>
+    </message>
+    <message>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <source>{voice} · {duration} s · first audio {latency} · RTF {rtf}</source>
-        <translation>{voice} · {duration} 秒 · 首音 {latency} · RTF {rtf}</translation>
+        <source>Remove the selected utterance (Del); Undo brings it back</source>
+        <translation>删除选中的语音（Del）；可用“撤销”恢复</translation>
     </message>
     <message>
-        <source>Export audio</source>
-        <translation>导出音频</translation>
+        <source>Undo</source>
+        <translation>撤销</translation>
     </message>
     <message>
-        <source>WAV audio (*.wav);;FLAC audio (*.flac)</source>
-        <translation>WAV 音频 (*.wav);;FLAC 音频 (*.flac)</translation>
+        <source>{seconds} s</source>
+        <translation>{seconds} 秒</translation>
     </message>
     <message>
-        <source>Saved {path}</source>
-        <translation>已保存 {path}</translation>
+        <source>first audio {latency}</source>
+        <translation>首音 {latency}</translation>
+    </message>
+    <message>
+        <source>RTF {rtf}</source>
+        <translation>实时率 {rtf}</translation>
+    </message>
+    <message>
+        <source>partial (stopped before the end)</source>
+        <translation>不完整（在结束前停止）</translation>
+    </message>
+    <message>
+        <source>Deleted “{text}”.</source>
+        <translation>已删除“{text}”。</translation>
+    </message>
+    <message>
+        <source>Could not undo the delete: {e}</source>
+        <translation>无法撤销删除：{e}</translation>
     </message>
     <message>
         <source>Could not delete from history: {e}</source>
         <translation>无法从历史记录中删除：{e}</translation>
+    </message>
+<message>
+        <source>Export audio</source>
+        <translation>导出音频</translation>
+    </message>
+    <message>
+        <source>Export one file per sentence</source>
+        <translation>按句导出为多个文件</translation>
+    </message>
+    <message>
+        <source>Export subtitles</source>
+        <translation>导出字幕</translation>
+    </message>
+    <message>
+        <source>Saved subtitles for {n} sentences to {path}</source>
+        <translation>已将 {n} 句的字幕保存到 {path}</translation>
+    </message>
+    <message>
+        <source>Replace files?</source>
+        <translation>替换文件？</translation>
+    </message>
+    <message>
+        <source>{n} of the files ({first}, …) exist already. Replace them?</source>
+        <translation>其中 {n} 个文件（{first}, …）已存在。要替换吗？</translation>
+    </message>
+    <message>
+        <source>Nothing was exported.</source>
+        <translation>没有导出任何内容。</translation>
+    </message>
+    <message>
+        <source>Saved {n} files, {first} … {last}</source>
+        <translation>已保存 {n} 个文件：{first} … {last}</translation>
+    </message>
+    <message>
+        <source>Saved {path} (partial: {seconds} s, stopped before the end)</source>
+        <translation>已保存 {path}（不完整：{seconds} 秒，在结束前停止）</translation>
+    </message>
+    <message>
+        <source>Saved {path}</source>
+        <translation>已保存 {path}</translation>
     </message>
 </context>
 <context>
@@ -158,6 +249,102 @@
         <source>Load a model first: pick one in the model list or with “Models…”</source>
         <translation>请先加载模型：在模型列表中选择，或点击“模型管理…”</translation>
     </message>
+<message>
+        <source>Play from cursor</source>
+        <translation>从光标处播放</translation>
+    </message>
+    <message>
+        <source>Read from the start of the sentence at the text cursor (Ctrl+Shift+Enter)</source>
+        <translation>从文本光标所在句子的开头朗读（Ctrl+Shift+Enter）</translation>
+    </message>
+    <message>
+        <source>Next sentence</source>
+        <translation>下一句</translation>
+    </message>
+    <message>
+        <source>Skip to the next sentence (Alt+Right)</source>
+        <translation>跳到下一句（Alt+→）</translation>
+    </message>
+    <message>
+        <source>Previous sentence</source>
+        <translation>上一句</translation>
+    </message>
+    <message>
+        <source>Go back to the previous sentence (Alt+Left)</source>
+        <translation>回到上一句（Alt+←）</translation>
+    </message>
+    <message>
+        <source>Repeat sentence</source>
+        <translation>重复本句</translation>
+    </message>
+    <message>
+        <source>Hear the current sentence again (Ctrl+R)</source>
+        <translation>再听一遍当前句子（Ctrl+R）</translation>
+    </message>
+    <message>
+        <source>How far through the text the reading is</source>
+        <translation>文本已朗读到哪里</translation>
+    </message>
+    <message>
+        <source>Sentence {n} of {total}</source>
+        <translation>第 {n} 句，共 {total} 句</translation>
+    </message>
+    <message>
+        <source>Sentence {n} of …</source>
+        <translation>第 {n} 句，共 … 句</translation>
+    </message>
+<message>
+        <source>Export audio</source>
+        <translation>导出音频</translation>
+    </message>
+    <message>
+        <source>Export one file per sentence</source>
+        <translation>按句导出为多个文件</translation>
+    </message>
+    <message>
+        <source>Export subtitles</source>
+        <translation>导出字幕</translation>
+    </message>
+    <message>
+        <source>Saved subtitles for {n} sentences to {path}</source>
+        <translation>已将 {n} 句的字幕保存到 {path}</translation>
+    </message>
+    <message>
+        <source>Replace files?</source>
+        <translation>替换文件？</translation>
+    </message>
+    <message>
+        <source>{n} of the files ({first}, …) exist already. Replace them?</source>
+        <translation>其中 {n} 个文件（{first}, …）已存在。要替换吗？</translation>
+    </message>
+    <message>
+        <source>Nothing was exported.</source>
+        <translation>没有导出任何内容。</translation>
+    </message>
+    <message>
+        <source>Saved {n} files, {first} … {last}</source>
+        <translation>已保存 {n} 个文件：{first} … {last}</translation>
+    </message>
+    <message>
+        <source>Saved {path} (partial: {seconds} s, stopped before the end)</source>
+        <translation>已保存 {path}（不完整：{seconds} 秒，在结束前停止）</translation>
+    </message>
+    <message>
+        <source>Saved {path}</source>
+        <translation>已保存 {path}</translation>
+    </message>
+<message>
+        <source>Buffering…</source>
+        <translation>正在缓冲…</translation>
+    </message>
+<message>
+        <source>The model folder used last time ({old}) is gone; using {new}.</source>
+        <translation>上次使用的模型文件夹（{old}）已不存在；改用 {new}。</translation>
+    </message>
+    <message>
+        <source>No model is loaded: choose or download one with “Models…”.</source>
+        <translation>尚未加载模型：请通过“模型管理…”选择或下载一个。</translation>
+    </message>
 </context>
 <context>
     <name>ModelBar</name>
@@ -168,6 +355,10 @@
     <message>
         <source>Cannot use {folder}: {problems}</source>
         <translation>无法使用 {folder}：{problems}</translation>
+    </message>
+    <message>
+        <source>{reason}. Still using {name} on {device} ({backend}).</source>
+        <translation>{reason}。仍在 {device}（{backend}）上使用 {name}。</translation>
     </message>
 </context>
 <context>
@@ -540,6 +731,57 @@
     </message>
 </context>
 <context>
+    <name>ServeSwitch</name>
+    <message>
+        <source>Serve other apps</source>
+        <translation>为其他应用提供服务</translation>
+    </message>
+    <message>
+        <source>Let other programs speak through CosyDesk's OpenAI-compatible API (/v1/audio/speech) on the model loaded here</source>
+        <translation>让其他程序通过 CosyDesk 的 OpenAI 兼容 API（/v1/audio/speech）使用这里已加载的模型朗读</translation>
+    </message>
+    <message>
+        <source>port {port} (setting {key}) is not a TCP port (0-65535)</source>
+        <translation>端口 {port}（设置项 {key}）不是有效的 TCP 端口（0-65535）</translation>
+    </message>
+    <message>
+        <source>address</source>
+        <translation>地址</translation>
+    </message>
+    <message>
+        <source>an API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>API: 1 request</source>
+        <translation>API：1 个请求</translation>
+    </message>
+    <message>
+        <source>API: {n} requests</source>
+        <translation>API：{n} 个请求</translation>
+    </message>
+    <message>
+        <source>API: on {url}</source>
+        <translation>API：已在 {url} 开启</translation>
+    </message>
+    <message>
+        <source> · last: {client}</source>
+        <translation> · 最近：{client}</translation>
+    </message>
+    <message>
+        <source>API: starting…</source>
+        <translation>API：正在启动…</translation>
+    </message>
+    <message>
+        <source>API: stopping…</source>
+        <translation>API：正在停止…</translation>
+    </message>
+    <message>
+        <source>API: waiting for a model</source>
+        <translation>API：正在等待模型</translation>
+    </message>
+</context>
+<context>
     <name>SpeakControl</name>
     <message>
         <source>Type something to say first.</source>
@@ -550,12 +792,12 @@
         <translation>尚未加载模型：请通过“模型管理…”选择或下载一个。</translation>
     </message>
     <message>
-        <source>Speaking… first audio after {ms} ms</source>
-        <translation>正在朗读… 首音用时 {ms} 毫秒</translation>
+        <source>Speaking…</source>
+        <translation>正在朗读…</translation>
     </message>
     <message>
-        <source>Could not save to history: {e}</source>
-        <translation>无法保存到历史记录：{e}</translation>
+        <source>Speaking… first audio after {ms} ms</source>
+        <translation>正在朗读… 首音用时 {ms} 毫秒</translation>
     </message>
     <message>
         <source>Audio: {m}</source>
@@ -686,6 +928,33 @@
     </message>
 </context>
 <context>
+    <name>TrayMenu</name>
+    <message>
+        <source>Read clipboard</source>
+        <translation>朗读剪贴板</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Show CosyDesk</source>
+        <translation>显示 CosyDesk</translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+</context>
+<context>
     <name>VoiceBar</name>
     <message>
         <source>Create a voice profile</source>
@@ -694,6 +963,83 @@
     <message>
         <source>(no style)</source>
         <translation>（无风格）</translation>
+    </message>
+</context>
+<context>
+    <name>VoiceManagerDialog</name>
+    <message>
+        <source>Voice profiles</source>
+        <translation>声音管理</translation>
+    </message>
+    <message>
+        <source>Preview</source>
+        <translation>试听</translation>
+    </message>
+    <message>
+        <source>Play the recording the voice is cloned from (Enter)</source>
+        <translation>播放用于克隆此声音的录音（Enter）</translation>
+    </message>
+    <message>
+        <source>Rename…</source>
+        <translation>重命名…</translation>
+    </message>
+    <message>
+        <source>Give the voice another name</source>
+        <translation>给这个声音换个名字</translation>
+    </message>
+    <message>
+        <source>Re-record…</source>
+        <translation>重新录制…</translation>
+    </message>
+    <message>
+        <source>Replace the recording and its transcript</source>
+        <translation>替换录音及其文本</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Remove the voice and its recording</source>
+        <translation>删除这个声音及其录音</translation>
+    </message>
+    <message>
+        <source>New…</source>
+        <translation>新建…</translation>
+    </message>
+    <message>
+        <source>Add a voice from a recording</source>
+        <translation>用一段录音添加声音</translation>
+    </message>
+    <message>
+        <source>{name}
+{seconds} s · “{transcript}”</source>
+        <translation>{name}
+{seconds} 秒 · “{transcript}”</translation>
+    </message>
+    <message>
+        <source>Cannot play {name}: {e}</source>
+        <translation>无法播放 {name}：{e}</translation>
+    </message>
+    <message>
+        <source>Rename voice</source>
+        <translation>重命名声音</translation>
+    </message>
+    <message>
+        <source>New name</source>
+        <translation>新名称</translation>
+    </message>
+    <message>
+        <source>Delete voice</source>
+        <translation>删除声音</translation>
+    </message>
+    <message>
+        <source>Delete the voice “{name}” and its recording?</source>
+        <translation>要删除声音“{name}”及其录音吗？</translation>
+    </message>
+    <message>
+        <source>“{name}” could not be deleted.</source>
+        <translation>无法删除“{name}”。</translation>
     </message>
 </context>
 <context>
@@ -731,6 +1077,10 @@
         <translation>新建声音</translation>
     </message>
     <message>
+        <source>Re-record “{name}”</source>
+        <translation>重新录制“{name}”</translation>
+    </message>
+    <message>
         <source>Prompt audio</source>
         <translation>参考音频</translation>
     </message>
@@ -757,6 +1107,25 @@
     <message>
         <source>Choose a WAV file or record your voice first.</source>
         <translation>请先选择 WAV 文件或录一段声音。</translation>
+    </message>
+</context>
+<context>
+    <name>WindowExports</name>
+    <message>
+        <source>Nothing to export yet: speak something first.</source>
+        <translation>还没有可导出的语音：请先朗读。</translation>
+    </message>
+    <message>
+        <source>Still synthesising: {name} is saved when it is complete (Stop saves what is ready).</source>
+        <translation>仍在合成：完成后会保存 {name}（按“停止”则保存已合成的部分）。</translation>
+    </message>
+    <message>
+        <source>Nothing was synthesised: {name} was not saved.</source>
+        <translation>没有合成任何内容：{name} 未保存。</translation>
+    </message>
+    <message>
+        <source>Could not save to history: {e}</source>
+        <translation>无法保存到历史记录：{e}</translation>
     </message>
 </context>
 <context>
@@ -810,8 +1179,8 @@
         <translation>暂停或继续播放（Pause 键）</translation>
     </message>
     <message>
-        <source>Export WAV…</source>
-        <translation>导出 WAV…</translation>
+        <source>Export…</source>
+        <translation>导出…</translation>
     </message>
     <message>
         <source>History</source>
@@ -841,6 +1210,18 @@
         <translation>导出当前语音…</translation>
     </message>
     <message>
+        <source>Export one file per sentence…</source>
+        <translation>按句导出为多个文件…</translation>
+    </message>
+    <message>
+        <source>Export subtitles (.srt, .vtt)…</source>
+        <translation>导出字幕（.srt、.vtt）…</translation>
+    </message>
+    <message>
+        <source>Voice profiles…</source>
+        <translation>声音管理…</translation>
+    </message>
+    <message>
         <source>Quit</source>
         <translation>退出</translation>
     </message>
@@ -851,6 +1232,22 @@
     <message>
         <source>Stop</source>
         <translation>停止</translation>
+    </message>
+    <message>
+        <source>&amp;Playback</source>
+        <translation>播放(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Speak the selection, or the whole text (Ctrl+Enter)</source>
+        <translation>朗读选中的文字，或全部文本（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>Stop speaking (Esc)</source>
+        <translation>停止朗读（Esc）</translation>
+    </message>
+    <message>
+        <source>Pause or resume playback (Pause key)</source>
+        <translation>暂停或继续播放（Pause 键）</translation>
     </message>
     <message>
         <source>&amp;Settings</source>
@@ -914,6 +1311,18 @@
     <message>
         <source>Pause</source>
         <translation>暂停</translation>
+    </message>
+    <message>
+        <source>This model has no styles.</source>
+        <translation>此模型没有风格可选。</translation>
+    </message>
+    <message>
+        <source>How the voice speaks: pick a preset or type an instruction</source>
+        <translation>声音的说话方式：选择预设或输入指令</translation>
+    </message>
+    <message>
+        <source>Styles work with a voice profile (your own recording) on this model, not with the built-in voice {name}. Choose a voice profile or create one with “New voice…”.</source>
+        <translation>在此模型上，风格只适用于你自己录制的声音，不适用于内置声音 {name}。请选择一个自己的声音，或用“新建声音…”创建一个。</translation>
     </message>
 </context>
 </TS>

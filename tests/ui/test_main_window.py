@@ -374,8 +374,12 @@ def test_language_switch_to_chinese_and_back(qtbot, data_dir):
     window.recent_menu.refill()
     assert window.recent_menu.title() == "最近打开(&R)"
     assert [a.text() for a in window.recent_menu.actions()] == ["没有最近打开的文件"]
+    # reading.py translates through window.tr: lupdate files these under no class, build_translations moves them
+    assert window.reading.from_cursor_action.text() == "从光标处播放"
+    assert window.reading.next_action.toolTip() == "跳到下一句（Alt+→）"
     assert window.set_language("en") == "en"
     assert window.speak_button.text() == "Speak" and window.recent_menu.title() == "Open &Recent"
+    assert window.reading.from_cursor_action.text() == "Play from cursor"
     window.shutdown()
 
 
