@@ -37,6 +37,21 @@ RUNTIME_CONTEXTS: dict[str, tuple[str, ...]] = {
 CLASS_NAME = re.compile(r"[A-Z]\w*")
 
 ZH_CN = {
+    # Preferences > Local API (ui/serve_preferences.py)
+    "Local API": "本地 API",
+    "127.0.0.1 serves this computer only; any other address needs an API key":
+        "127.0.0.1 只为本机提供服务；其他地址需要 API 密钥",
+    "API key": "API 密钥",
+    "Address": "地址",
+    "Clients send it as 'Authorization: Bearer KEY'; empty: no key":
+        "客户端以 'Authorization: Bearer KEY' 发送；留空：不需要密钥",
+    "Port": "端口",
+    "Serve other apps (OpenAI-compatible /v1/audio/speech)": "为其他应用提供语音（兼容 OpenAI 的 /v1/audio/speech）",
+    "The TCP port other programs connect to (base URL http://ADDRESS:PORT/v1)":
+        "其他程序连接的 TCP 端口（基础 URL 为 http://ADDRESS:PORT/v1）",
+    "Your own speech and other programs' requests take turns on the model loaded here. A new address, port or key "
+    "applies the next time the server starts.":
+        "你自己的朗读和其他程序的请求轮流使用这里加载的模型。新的地址、端口或密钥在服务器下次启动时生效。",
     # help / diagnostics
     "&Help": "帮助(&H)",
     "Diagnostics…": "诊断…",

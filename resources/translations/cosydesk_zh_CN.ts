@@ -46,6 +46,10 @@
 <context>
     <name>DesktopIntegration</name>
     <message>
+        <source>Local API</source>
+        <translation>本地 API</translation>
+    </message>
+    <message>
         <source>&amp;Tools</source>
         <translation>工具(&amp;T)</translation>
     </message>
@@ -728,6 +732,41 @@
     <message>
         <source>Clear Menu</source>
         <translation>清除列表</translation>
+    </message>
+</context>
+<context>
+    <name>ServePreferences</name>
+    <message>
+        <source>Serve other apps (OpenAI-compatible /v1/audio/speech)</source>
+        <translation>为其他应用提供语音（兼容 OpenAI 的 /v1/audio/speech）</translation>
+    </message>
+    <message>
+        <source>Address</source>
+        <translation>地址</translation>
+    </message>
+    <message>
+        <source>Port</source>
+        <translation>端口</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>127.0.0.1 serves this computer only; any other address needs an API key</source>
+        <translation>127.0.0.1 只为本机提供服务；其他地址需要 API 密钥</translation>
+    </message>
+    <message>
+        <source>The TCP port other programs connect to (base URL http://ADDRESS:PORT/v1)</source>
+        <translation>其他程序连接的 TCP 端口（基础 URL 为 http://ADDRESS:PORT/v1）</translation>
+    </message>
+    <message>
+        <source>Clients send it as 'Authorization: Bearer KEY'; empty: no key</source>
+        <translation>客户端以 'Authorization: Bearer KEY' 发送；留空：不需要密钥</translation>
+    </message>
+    <message>
+        <source>Your own speech and other programs' requests take turns on the model loaded here. A new address, port or key applies the next time the server starts.</source>
+        <translation>你自己的朗读和其他程序的请求轮流使用这里加载的模型。新的地址、端口或密钥在服务器下次启动时生效。</translation>
     </message>
 </context>
 <context>
