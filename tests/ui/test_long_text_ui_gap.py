@@ -120,3 +120,13 @@ def test_ui_never_blocks_with_100k_characters(qtbot, data_dir, tiny_v2, tiny_fac
                         f"{idle_after:.0f} ms right after the run (load average {os.getloadavg()[0]:.1f})")
     window.shutdown()
     assert longest < GAP_LIMIT_MS, f"the UI thread was blocked {longest:.0f} ms during {worst} ({phases})"
+
+
+def test_a_history_row_previews_the_start_of_a_long_take_not_all_of_it():
+    from cosydesk.ui.history_panel import PREVIEW_CHARS, text_lines
+
+    text = long_english()
+    [line] = text_lines(text)  # one 100,000-character paragraph: eliding all of it on each paint is what blocked
+    assert line.endswith(" …") and len(line) <= PREVIEW_CHARS + 2 and text.startswith(line[:-2].rstrip())
+    assert text_lines("First line\n\n  second   line  \nthird") == ["First line", "second line …"]
+    assert text_lines("Short.") == ["Short."]
