@@ -146,6 +146,11 @@ def _export_error(error: BaseException, target: Path) -> ExportError:
     return ExportError(f"could not write {target}: {reason}; nothing was written")
 
 
+def plain_write_error(error: OSError, target: str | os.PathLike) -> ExportError:
+    """The one-line, errno-free reason a write of ``target`` failed (for other atomic writers: the history index)."""
+    return _export_error(error, Path(target))
+
+
 def read_audio(path: str | os.PathLike) -> tuple[np.ndarray, int]:
     """Mono float32 samples and the sample rate of an audio file."""
     data, rate = sf.read(str(path), dtype="float32", always_2d=True)

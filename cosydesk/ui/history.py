@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from cosydesk.atomic_file import write_atomically
-from cosydesk.audio.export import read_audio, write_audio
+from cosydesk.audio.export import plain_write_error, read_audio, write_audio
 from cosydesk.audio.subtitles import SentenceRange, ranges_from_json, whole_text_range
 from cosydesk.file_lock import exclusive_lock
 from cosydesk.leftovers import remove_leftover_temporaries
@@ -212,7 +212,10 @@ class HistoryStore:
 
     def _write_index(self, entries: list[HistoryEntry]) -> None:
         data = json.dumps([asdict(e) for e in entries], ensure_ascii=False, indent=1)
-        write_atomically(self.index_path, data)
+        try:
+            write_atomically(self.index_path, data)
+        except OSError as error:  # a full disk, a read-only folder: one plain line, not "[Errno 28] ..."
+            raise plain_write_error(error, self.index_path) from error
         self._index_seen = self._index_stamp()
 
     @contextmanager

@@ -23,16 +23,19 @@ LINES_ROLE = Qt.ItemDataRole.UserRole + 1  # the text lines shown (at most TEXT_
 DETAILS_ROLE = Qt.ItemDataRole.UserRole + 2
 PARTIAL_ROLE = Qt.ItemDataRole.UserRole + 3
 TEXT_LINES = 2
+PREVIEW_CHARS = 1000  # of a history entry's text, for its row: far more than a row's width shows
 UNDO_SHOWN_MS = 15_000
 
 
 def text_lines(text: str, limit: int = TEXT_LINES) -> list[str]:
     """The first `limit` non-empty lines of `text` (spaces within a line collapsed); "…" ends the last shown
-    line when more follow."""
-    lines = [" ".join(line.split()) for line in text.splitlines()]
+    line when more follow. Only the first PREVIEW_CHARS characters are looked at: a row is elided to its width
+    anyway, and eliding (or splitting) a 100,000-character paragraph on every paint blocks the UI thread."""
+    head = text[:PREVIEW_CHARS]
+    lines = [" ".join(line.split()) for line in head.splitlines()]
     lines = [line for line in lines if line] or [""]
     shown = lines[:limit]
-    if len(lines) > limit:
+    if len(lines) > limit or len(text) > len(head):
         shown[-1] += " …"
     return shown
 
