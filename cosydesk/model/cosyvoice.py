@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 from cosydesk.model.checkpoint import CheckpointError
-from cosydesk.model.config import ConfigError, Node
+from cosydesk.model.config import ConfigError
+from cosydesk.model.networks import build_llm, build_networks, count_parameters  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from cosydesk.model.validate import CheckedFolder
@@ -45,29 +46,6 @@ class CosyVoiceModel:
     def parameter_counts(self) -> dict[str, int]:
         """Parameters per network, shared (tied) tensors counted once, as the official numbers are."""
         return {name: count_parameters(getattr(self, name)) for name in ("llm", "flow", "hift")}
-
-
-def count_parameters(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())  # parameters() already de-duplicates tied tensors
-
-
-def build_llm(version: str, node: Node, model_dir: Path) -> nn.Module:
-    if version == "v1":
-        from cosydesk.model.llm_v1 import TransformerLM
-
-        return TransformerLM.from_config(node)
-    from cosydesk.model import llm_qwen
-
-    cls = llm_qwen.Qwen2LM if version == "v2" else llm_qwen.CosyVoice3LM
-    return cls.from_config(node, model_dir)
-
-
-def build_networks(version: str, config: dict[str, Any], model_dir: Path) -> tuple[nn.Module, nn.Module, nn.Module]:
-    """Build (llm, flow, hift) with random init from the parsed yaml."""
-    from cosydesk.model.flow import build_flow
-    from cosydesk.model.hift import build_hift
-
-    return build_llm(version, config["llm"], model_dir), build_flow(config["flow"]), build_hift(config["hift"])
 
 
 def read_spk2info(path: Path) -> dict[str, dict[str, torch.Tensor]]:

@@ -119,7 +119,7 @@ def check_blanken(model_dir: Path, for_synthesis: bool) -> None:
 def build_on_meta(version: str, config: dict[str, Any], model_dir: Path, yaml_path: Path):
     """(llm, flow, hift) built on the meta device: shapes without memory. Whatever a builder still cannot make
     of the (already range-checked) settings is one ConfigError naming the yaml."""
-    from cosydesk.model.cosyvoice import build_llm
+    from cosydesk.model.networks import build_llm
     from cosydesk.model.flow import build_flow
     from cosydesk.model.hift import build_hift
 

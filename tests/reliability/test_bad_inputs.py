@@ -382,7 +382,9 @@ def check_gui_outcome(qtbot, window, result, expect: dict, what: str) -> None:
         assert result is not None and result.error is None, (what, result and result.error)
         assert not result.cancelled
         assert_audio(result.pcm, what)
-    assert window.state == "ready" and window.speak_button.isEnabled()
+    # "speaking" lasts until the audio has been heard (the sentence highlight follows playback), then "ready"
+    qtbot.waitUntil(lambda: window.state == "ready", timeout=int(HANG_LIMIT_S * 1000))
+    assert window.speak_button.isEnabled()
 
 
 @pytest.mark.parametrize("case_id", params(TEXT_CASES, slow=slow_on_gui(TEXT_CASES)))

@@ -101,8 +101,8 @@ def test_broken_onnx_frontend_is_one_line_from_the_cli(case_id, prompt_synth, pr
         (folder / name).write_bytes(data)
     for mutation in case["mutate"]:
         apply_mutation(folder, "v2", mutation, tmp_path / "outside")
-    synth.__dict__.pop("_prompt_models", None)
-    Synthesizer._prompt_features.cache_clear()
+    synth.frontend.__dict__.pop("_prompt_models", None)  # the ONNX sessions are opened again from the files
+    synth.frontend._cached_prompt.cache_clear()
     monkeypatch.setattr(cosydesk.runtime, "Synthesizer", lambda model_dir, **options: synth)
     out = tmp_path / "out.wav"
     code, lines = say_in_process(capsys, folder, out, "--prompt-wav", str(prompt_wav), "--prompt-text", "提示文本。")
@@ -118,8 +118,8 @@ def test_the_onnx_copy_still_clones_a_voice_after_the_cases(prompt_synth, prompt
     for name, data in original.items():
         (synth.model_dir / name).unlink()
         (synth.model_dir / name).write_bytes(data)
-    synth.__dict__.pop("_prompt_models", None)
-    Synthesizer._prompt_features.cache_clear()
+    synth.frontend.__dict__.pop("_prompt_models", None)  # the ONNX sessions are opened again from the files
+    synth.frontend._cached_prompt.cache_clear()
     audio = synth.synthesize(Request(SENTENCE, prompt_wav=str(prompt_wav), prompt_text="提示文本。", seed=1))
     assert audio.size > 0 and np.isfinite(audio).all()
 
