@@ -8,7 +8,7 @@ telemetry dock visible).
 It speaks a few short lines (so history and the latency plot have content), then a long text, and while
 that one is still being synthesised it captures the X screen with ImageMagick's `import -window root`
 (a real-window screenshot, not a widget render; without ImageMagick, Qt grabs the X screen the same way).
---reading speaks a long text of many sentences instead and captures once the second sentence is being synthesised
+--reading speaks a long text of many sentences instead and captures a few seconds into it (progress and the highlighted sentence visible)
 (sentence progress and highlight visible). Needs a CJK font (fonts-wqy-microhei) for Chinese text.
 For a real-time paced sound device without a sound card (so the underrun counter means something), route ALSA
 to a PulseAudio null sink (`pulseaudio -n --daemonize -L module-null-sink ...`) with ALSA_CONFIG_PATH pointing at a config holding
@@ -33,10 +33,16 @@ LONG_TEXT = ("CosyDesk 在你自己的显卡上实时合成语音：输入中文
              "你可以选择说话人和风格，把喜欢的句子导出为 WAV 文件。")
 
 
-READING_TEXT = ("The museum opens at nine in the morning. Visitors start with the hall of old maps. "
-                "Next comes a room of ship models, each built by hand. Children like the whale skeleton best. "
-                "The café on the top floor looks over the harbour. Tickets are free on the first Sunday of the month. "
-                "Guided tours leave every hour from the main desk. The last entry is at half past four.")
+READING_TEXT = ("The museum opens at nine in the morning, and visitors start with the hall of old maps. "
+                "Next comes a room of ship models, each one built by hand over many winters.\n"
+                "Children like the whale skeleton best; it hangs from the ceiling of the great hall. "
+                "The café on the top floor looks out over the harbour and the old lighthouse.\n"
+                "Tickets are free on the first Sunday of every month, and tours leave every hour. "
+                "The last entry is at half past four, and the shop closes at five.\n"
+                "In winter the garden behind the museum is closed, but the glass house stays open. "
+                "It holds palms, orchids and a small pond with golden fish.\n"
+                "Schools can book a guided visit for a class, with a workshop on drawing maps. "
+                "Please book at least two weeks ahead, by phone or on the website.")
 
 
 class _Driver(QObject):
@@ -68,7 +74,7 @@ class _Driver(QObject):
     def on_chunk(self, info) -> None:
         if self.shot == "waiting" and (not self.args.reading or info.sentence_index >= 1):
             self.shot = "taking"
-            QTimer.singleShot(1500 if self.args.reading else 150, self.take)  # the highlight follows playback
+            QTimer.singleShot(6000 if self.args.reading else 150, self.take)  # the highlight follows playback
 
     def take(self) -> None:
         out = self.args.out
