@@ -187,6 +187,9 @@ class HistoryPanel(QWidget):
 
     def retranslate(self) -> None:
         self.search_edit.setPlaceholderText(self.tr("Search the history (text, voice, style, model)"))
+        self.search_edit.setToolTip(self.tr("Show only the utterances whose text, voice, style or model hold every "
+                                            "word typed here"))
+        self.list.setToolTip(self.tr("Every utterance spoken: Enter replays, Delete removes (Ctrl+Z brings it back)"))
         self.replay_button.setText(self.tr("Replay"))
         self.replay_button.setToolTip(self.tr("Play the selected utterance again (Enter)"))
         self.export_button.setText(self.tr("Export…"))

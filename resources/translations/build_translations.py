@@ -37,6 +37,19 @@ RUNTIME_CONTEXTS: dict[str, tuple[str, ...]] = {
 CLASS_NAME = re.compile(r"[A-Z]\w*")
 
 ZH_CN = {
+    # tooltips of the main window's controls (tests/ui/test_tooltips.py)
+    "Save the current utterance as WAV, FLAC, MP3, Ogg or Opus (Ctrl+S)": "将当前语音保存为 WAV、FLAC、MP3、Ogg 或 Opus（Ctrl+S）",
+    "Download, add or remove models": "下载、添加或移除模型",
+    "Record or open a short recording to make a voice profile": "录制或打开一段短录音，制作声音",
+    "The model that speaks; changing it loads the new one first": "用于朗读的模型；切换时会先加载新模型",
+    "Who speaks: a built-in speaker or one of your voice profiles": "由谁朗读：内置说话人或你的声音",
+    "Speaking rate: 0.25 to 4 times normal speed": "语速：正常速度的 0.25 到 4 倍",
+    "The text to speak; Ctrl+Enter speaks it, Tab moves to the next control":
+        "要朗读的文本；Ctrl+Enter 朗读，Tab 移到下一个控件",
+    "Show only the utterances whose text, voice, style or model hold every word typed here":
+        "只显示文本、声音、风格或模型包含这里输入的每个词的语音",
+    "Every utterance spoken: Enter replays, Delete removes (Ctrl+Z brings it back)":
+        "朗读过的每段语音：Enter 重放，Delete 删除（Ctrl+Z 可恢复）",
     # Preferences > Local API (ui/serve_preferences.py)
     "Local API": "本地 API",
     "127.0.0.1 serves this computer only; any other address needs an API key":

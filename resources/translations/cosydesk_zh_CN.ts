@@ -119,6 +119,14 @@
         <translation>搜索历史记录（文本、声音、风格、模型）</translation>
     </message>
     <message>
+        <source>Show only the utterances whose text, voice, style or model hold every word typed here</source>
+        <translation>只显示文本、声音、风格或模型包含这里输入的每个词的语音</translation>
+    </message>
+    <message>
+        <source>Every utterance spoken: Enter replays, Delete removes (Ctrl+Z brings it back)</source>
+        <translation>朗读过的每段语音：Enter 重放，Delete 删除（Ctrl+Z 可恢复）</translation>
+    </message>
+    <message>
         <source>Replay</source>
         <translation>重播</translation>
     </message>
@@ -1220,6 +1228,34 @@
     <message>
         <source>Export…</source>
         <translation>导出…</translation>
+    </message>
+    <message>
+        <source>Save the current utterance as WAV, FLAC, MP3, Ogg or Opus (Ctrl+S)</source>
+        <translation>将当前语音保存为 WAV、FLAC、MP3、Ogg 或 Opus（Ctrl+S）</translation>
+    </message>
+    <message>
+        <source>Download, add or remove models</source>
+        <translation>下载、添加或移除模型</translation>
+    </message>
+    <message>
+        <source>Record or open a short recording to make a voice profile</source>
+        <translation>录制或打开一段短录音，制作声音</translation>
+    </message>
+    <message>
+        <source>The model that speaks; changing it loads the new one first</source>
+        <translation>用于朗读的模型；切换时会先加载新模型</translation>
+    </message>
+    <message>
+        <source>Who speaks: a built-in speaker or one of your voice profiles</source>
+        <translation>由谁朗读：内置说话人或你的声音</translation>
+    </message>
+    <message>
+        <source>Speaking rate: 0.25 to 4 times normal speed</source>
+        <translation>语速：正常速度的 0.25 到 4 倍</translation>
+    </message>
+    <message>
+        <source>The text to speak; Ctrl+Enter speaks it, Tab moves to the next control</source>
+        <translation>要朗读的文本；Ctrl+Enter 朗读，Tab 移到下一个控件</translation>
     </message>
     <message>
         <source>History</source>
