@@ -70,6 +70,11 @@ class PreferencesDialog(QDialog):
         self.general_form.addRow(QLabel(self), self.language_combo)
         self.general_form.addRow(QLabel(self), self.theme_combo)
         self.general_form.addRow(QLabel(self), self.history_spin)
+        self.prompt_spin = QSpinBox(general)
+        self.prompt_spin.setObjectName("voicePromptMaxSpin")
+        low, high = RANGES[Key.VOICE_PROMPT_MAX_S]
+        self.prompt_spin.setRange(int(low), int(high))
+        self.general_form.addRow(QLabel(self), self.prompt_spin)
 
         sound = QWidget(self.tabs)
         self.output_combo = _combo(sound, "outputDeviceCombo")
@@ -116,6 +121,7 @@ class PreferencesDialog(QDialog):
         self.language_combo.activated.connect(lambda _: self._changed(Key.LANGUAGE, self.language_combo.currentData()))
         self.theme_combo.activated.connect(lambda _: self._changed(Key.THEME, self.theme_combo.currentData()))
         self.history_spin.valueChanged.connect(lambda value: self._changed(Key.HISTORY_SIZE, int(value)))
+        self.prompt_spin.valueChanged.connect(lambda value: self._changed(Key.VOICE_PROMPT_MAX_S, float(value)))
         self.output_combo.activated.connect(lambda _: self._changed(Key.AUDIO_DEVICE, self.output_combo.currentData()))
         self.device_combo.activated.connect(lambda _: self._engine_changed(Key.DEVICE, self.device_combo))
         self.backend_combo.activated.connect(lambda _: self._engine_changed(Key.BACKEND, self.backend_combo))
@@ -147,13 +153,17 @@ class PreferencesDialog(QDialog):
         self.setWindowTitle(self.tr("Preferences"))
         for index, title in enumerate((self.tr("General"), self.tr("Sound"), self.tr("Engine"), self.tr("Export"))):
             self.tabs.setTabText(index, title)
-        for form, labels in ((self.general_form, (self.tr("Language"), self.tr("Theme"), self.tr("History keeps"))),
+        for form, labels in ((self.general_form, (self.tr("Language"), self.tr("Theme"), self.tr("History keeps"),
+                                                 self.tr("Voice recordings up to"))),
                              (self.sound_form, (self.tr("Output device"),)),
                              (self.engine_form, (self.tr("Compute device"), self.tr("Engine"), self.tr("Precision"))),
                              (self.export_form, (self.tr("Default format"), self.tr("Default folder")))):
             for row, text in enumerate(labels):
                 self._label(form, row, text)
         self.history_spin.setSuffix(self.tr(" utterances"))
+        self.prompt_spin.setSuffix(self.tr(" s"))
+        self.prompt_spin.setToolTip(self.tr("New voice profiles stop recording after this long; a shorter clip of one "
+                                            "or two sentences clones best (the models take at most 30 s)"))
         self.folder_button.setText(self.tr("Choose…"))
         self.folder_edit.setPlaceholderText(self.tr("Your Music folder"))
         self.language_combo.setToolTip(self.tr("The language of menus, buttons and messages"))
@@ -183,6 +193,7 @@ class PreferencesDialog(QDialog):
             self.theme_combo.addItem(text, value)
         _select(self.theme_combo, s.get(Key.THEME))
         self.history_spin.setValue(s.get(Key.HISTORY_SIZE))
+        self.prompt_spin.setValue(int(round(s.get(Key.VOICE_PROMPT_MAX_S))))
         self.output_combo.clear()
         self.output_combo.addItem(self.tr("System default"), "")
         for name in self._output_devices():

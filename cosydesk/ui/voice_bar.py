@@ -83,7 +83,8 @@ class VoiceBar:
 
     def open_voice_dialog(self, modal: bool = True) -> VoiceProfileDialog:
         reserved = tuple(self.model.speakers) if self.model else ()
-        dialog = VoiceProfileDialog(self.voices, reserved_names=reserved, parent=self)
+        dialog = VoiceProfileDialog(self.voices, reserved_names=reserved, parent=self,
+                                    max_seconds=self.settings.get(Key.VOICE_PROMPT_MAX_S))
         dialog.accepted.connect(lambda: self._on_profile_saved(dialog))
         if modal:
             dialog.exec()

@@ -20,8 +20,10 @@ from cosydesk.ui.drops import FileDrops
 class VoiceProfileDialog(FileDrops, QDialog):
     def __init__(self, store: VoiceProfileStore, reserved_names: tuple[str, ...] = (),
                  recorder_factory=MicRecorder, parent: QWidget | None = None,
-                 replacing: VoiceProfile | None = None) -> None:
+                 replacing: VoiceProfile | None = None, max_seconds: float = MAX_SECONDS) -> None:
         super().__init__(parent)
+        # how long a recording may run (Preferences: "Voice recordings up to"); never above what the models take
+        self.max_seconds = min(max(float(max_seconds), 1.0), MAX_SECONDS)
         self.replacing = replacing  # re-record: this profile keeps its name, gets new audio and transcript
         self.setObjectName("voiceProfileDialog")
         self.store = store
@@ -117,7 +119,7 @@ class VoiceProfileDialog(FileDrops, QDialog):
     def _toggle_recording(self, on: bool) -> None:
         if on:
             try:
-                self._recorder = self._recorder_factory(sample_rate=24000, max_seconds=MAX_SECONDS)
+                self._recorder = self._recorder_factory(sample_rate=24000, max_seconds=self.max_seconds)
                 self._recorder.start()
             except AudioDeviceError as error:
                 self._recorder = None
@@ -136,7 +138,7 @@ class VoiceProfileDialog(FileDrops, QDialog):
         if self._recorder is not None:
             self.level.setValue(int(min(1.0, self._recorder.level) * 100))
             self.audio_label.setText(self.tr("Recording… {seconds} s").format(seconds=f"{self._recorder.seconds:.1f}"))
-            if self._recorder.seconds >= MAX_SECONDS:
+            if self._recorder.seconds >= self.max_seconds:
                 self.record_button.setChecked(False)
 
     # -- save -------------------------------------------------------------------------------------------

@@ -50,6 +50,10 @@ ZH_CN = {
         "只显示文本、声音、风格或模型包含这里输入的每个词的语音",
     "Every utterance spoken: Enter replays, Delete removes (Ctrl+Z brings it back)":
         "朗读过的每段语音：Enter 重放，Delete 删除（Ctrl+Z 可恢复）",
+    "Voice recordings up to": "声音录音最长",
+    " s": " 秒",
+    "New voice profiles stop recording after this long; a shorter clip of one or two sentences clones best (the "
+    "models take at most 30 s)": "新声音录到这么长时自动停止；一两句话的短录音克隆效果最好（模型最多接受 30 秒）",
     # Preferences > Local API (ui/serve_preferences.py)
     "Local API": "本地 API",
     "127.0.0.1 serves this computer only; any other address needs an API key":

@@ -539,6 +539,10 @@
         <translation>历史记录保留</translation>
     </message>
     <message>
+        <source>Voice recordings up to</source>
+        <translation>声音录音最长</translation>
+    </message>
+    <message>
         <source>Output device</source>
         <translation>输出设备</translation>
     </message>
@@ -561,6 +565,14 @@
     <message>
         <source> utterances</source>
         <translation> 条</translation>
+    </message>
+    <message>
+        <source> s</source>
+        <translation> 秒</translation>
+    </message>
+    <message>
+        <source>New voice profiles stop recording after this long; a shorter clip of one or two sentences clones best (the models take at most 30 s)</source>
+        <translation>新声音录到这么长时自动停止；一两句话的短录音克隆效果最好（模型最多接受 30 秒）</translation>
     </message>
     <message>
         <source>Choose…</source>

@@ -122,3 +122,37 @@ def test_other_parts_can_add_a_section(qtbot, data_dir):
     assert dialog.tabs.tabText(index) == "Serve other apps" and dialog.pages["serveSection"] is dialog.tabs.widget(index)
     dialog.close()
     window.shutdown()
+
+
+def test_voice_recording_limit_applies_to_the_next_recording(qtbot, data_dir):
+    """Preferences' "Voice recordings up to" is how long New voice… records before it stops by itself."""
+    import numpy as np
+
+    window = make_window(qtbot, data_dir, factory())
+    dialog = window.open_preferences(capabilities=NO_GPU)
+    dialog.prompt_spin.setValue(8)
+    assert window.settings.get(Key.VOICE_PROMPT_MAX_S) == 8.0
+    dialog.close()
+    made = []
+
+    class Recorder:
+        def __init__(self, sample_rate, max_seconds):
+            made.append(max_seconds)
+            self.sample_rate, self.seconds, self.level = sample_rate, 0.0, 0.1
+
+        def start(self):
+            pass
+
+        def stop(self):
+            return np.zeros(int(self.sample_rate * self.seconds), np.float32)
+
+    voice = window.open_voice_dialog(modal=False)
+    voice._recorder_factory = Recorder
+    assert voice.max_seconds == 8.0
+    voice.record_button.setChecked(True)
+    assert made == [8.0]
+    voice._recorder.seconds = 8.0  # the recorder has reached the limit: the next meter tick stops it
+    voice._update_meter()
+    assert not voice.record_button.isChecked() and voice._recorder is None
+    voice.close()
+    window.shutdown()
