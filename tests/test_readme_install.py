@@ -24,19 +24,13 @@ _BLOCK = re.compile(r"<!--\s*install\s*-->(.*?)<!--\s*/install\s*-->", re.S)
 
 
 def install_commands(readme_text: str) -> list[str]:
-    """The shell lines of the README's install block (code fences, comments and prompts removed)."""
-    match = _BLOCK.search(readme_text)
-    if match is None:
-        raise ValueError("README.md has no <!-- install --> ... <!-- /install --> block")
-    lines = []
-    for raw in match.group(1).splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("```", "#")):
-            continue
-        lines.append(line[2:] if line.startswith("$ ") else line)
-    if not lines:
-        raise ValueError("the README's install block is empty")
-    return lines
+    """The shell lines of the README's install block: the same reader .ci/run uses (.ci/readme_packages.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_packages", ROOT / ".ci" / "readme_packages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.install_lines(readme_text)
 
 
 def test_install_block_parsing():
