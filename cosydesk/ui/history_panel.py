@@ -22,6 +22,7 @@ ID_ROLE = Qt.ItemDataRole.UserRole
 LINES_ROLE = Qt.ItemDataRole.UserRole + 1  # the text lines shown (at most TEXT_LINES)
 DETAILS_ROLE = Qt.ItemDataRole.UserRole + 2
 PARTIAL_ROLE = Qt.ItemDataRole.UserRole + 3
+SEARCH_ROLE = Qt.ItemDataRole.UserRole + 4  # what the search box matches, casefolded once per reload
 TEXT_LINES = 2
 PREVIEW_CHARS = 1000  # of a history entry's text, for its row: far more than a row's width shows
 UNDO_SHOWN_MS = 15_000
@@ -235,6 +236,7 @@ class HistoryPanel(QWidget):
             item.setData(LINES_ROLE, text_lines(entry.text))
             item.setData(DETAILS_ROLE, self.details(entry))
             item.setData(PARTIAL_ROLE, entry.partial)
+            item.setData(SEARCH_ROLE, " ".join((entry.text, entry.voice, entry.style, entry.model)).casefold())
             item.setData(Qt.ItemDataRole.AccessibleTextRole, self.describe(entry))
             item.setToolTip(entry.text[:2000])
             self.list.addItem(item)
@@ -248,9 +250,7 @@ class HistoryPanel(QWidget):
         shown = 0
         for row in range(self.list.count()):
             item = self.list.item(row)
-            entry = self.store.get(item.data(ID_ROLE))
-            haystack = "" if entry is None else " ".join(
-                (entry.text, entry.voice, entry.style, entry.model)).casefold()
+            haystack = item.data(SEARCH_ROLE) or ""
             visible = all(word in haystack for word in words)
             item.setHidden(not visible)
             shown += visible
