@@ -7,7 +7,8 @@ import textwrap
 from pathlib import Path
 
 import cosydesk
-from tests.support.raise_sites import call_sites, literal_text, python_files, raise_sites
+from tests.support.raise_sites import (assigned_sites, call_sites, literal_text, python_files, raise_sites,
+                                        returned_sites)
 
 SOURCE = textwrap.dedent('''
     def f(path, n, error):
@@ -22,6 +23,10 @@ SOURCE = textwrap.dedent('''
         raise ValueError(error)
         raise
         return Check("torch", "FAIL", f"cannot import torch ({error})", fix="pip install torch")
+
+    def g(reason):
+        missing = "not installed" if reason else f"not importable ({reason})"
+        return f"re-copy {reason} from its source"
 ''')
 
 
@@ -39,6 +44,9 @@ def test_raise_sites_renders_every_kind_of_message(tmp_path):
     assert literal_text(sites[0].template).split() == ["has", "rows,", "more", "than", "allowed"]
     checks = list(call_sites([source], {"Check": (0, 2, 3, "fix")}))
     assert [site.template for site in checks] == ["torch", "cannot import torch ({0})", "pip install torch"]
+    assert [site.template for site in assigned_sites([source], {"missing"})] == ["not installed",
+                                                                                 "not importable ({0})"]
+    assert [site.template for site in returned_sites([source], {"g"})] == ["re-copy {0} from its source"]
 
 
 def test_raise_sites_finds_the_package_messages():

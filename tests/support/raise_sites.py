@@ -120,11 +120,22 @@ def _parse(path: Path) -> ast.Module:
     return ast.parse(Path(path).read_text(encoding="utf-8"), filename=str(path))
 
 
-def _site(path: Path, call: ast.Call, node: ast.expr) -> MessageSite | None:
-    template = template_of(node)
-    if template is None:
-        return None
-    return MessageSite(Path(path), node.lineno, sample_of(template), template, _called_name(call.func))
+def _alternatives(node: ast.expr) -> list[ast.expr]:
+    """The messages an expression may be: both branches of ``a if c else b``, each operand of ``a or b``."""
+    if isinstance(node, ast.IfExp):
+        return _alternatives(node.body) + _alternatives(node.orelse)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        return [alternative for value in node.values for alternative in _alternatives(value)]
+    return [node]
+
+
+def _sites(path: Path, call_name: str, node: ast.expr) -> list[MessageSite]:
+    found = []
+    for alternative in _alternatives(node):
+        template = template_of(alternative)
+        if template is not None:
+            found.append(MessageSite(Path(path), alternative.lineno, sample_of(template), template, call_name))
+    return found
 
 
 def raise_sites(paths: Iterable[Path | str]) -> Iterator[MessageSite]:
@@ -134,8 +145,8 @@ def raise_sites(paths: Iterable[Path | str]) -> Iterator[MessageSite]:
         found = []
         for node in ast.walk(_parse(Path(path))):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-                found.append(_site(Path(path), node.exc, node.exc.args[0]))
-        yield from sorted((site for site in found if site is not None), key=lambda site: site.line)
+                found += _sites(Path(path), _called_name(node.exc.func), node.exc.args[0])
+        yield from sorted(found, key=lambda site: site.line)
 
 
 def call_sites(paths: Iterable[Path | str], messages: Mapping[str, Iterable[int | str]]) -> Iterator[MessageSite]:
@@ -151,9 +162,9 @@ def call_sites(paths: Iterable[Path | str], messages: Mapping[str, Iterable[int 
             where = wanted[_called_name(node.func)]
             arguments = [arg for index, arg in enumerate(node.args) if index in where]
             arguments += [keyword.value for keyword in node.keywords if keyword.arg in where]
-            found += [(argument.lineno, argument.col_offset, _site(Path(path), node, argument))
-                      for argument in arguments]
-        yield from (site for *_, site in sorted(found, key=lambda item: item[:2]) if site is not None)
+            found += [(argument.lineno, argument.col_offset, site) for argument in arguments
+                      for site in _sites(Path(path), _called_name(node.func), argument)]
+        yield from (site for *_, site in sorted(found, key=lambda item: item[:2]))
 
 
 def python_files(*roots: Path | str, exclude: Iterable[str] = ()) -> list[Path]:
@@ -165,3 +176,34 @@ def python_files(*roots: Path | str, exclude: Iterable[str] = ()) -> list[Path]:
         candidates = [root] if root.is_file() else sorted(root.rglob("*.py"))
         found += [path for path in candidates if not skip.intersection(path.parts)]
     return sorted(set(found))
+
+
+def assigned_sites(paths: Iterable[Path | str], targets: Iterable[str]) -> Iterator[MessageSite]:
+    """The messages assigned (``=``, ``+=``) to the named variables or attributes (``problem``, ``last_error``
+    for ``self.last_error``): messages built in a variable before they are raised, emitted or stored."""
+    wanted = set(targets)
+    for path in paths:
+        found = []
+        for node in ast.walk(_parse(Path(path))):
+            if isinstance(node, ast.Assign):
+                names, value = [_called_name(target) for target in node.targets], node.value
+            elif isinstance(node, ast.AugAssign):
+                names, value = [_called_name(node.target)], node.value
+            else:
+                continue
+            if wanted.intersection(names):
+                found += _sites(Path(path), next(name for name in names if name in wanted), value)
+        yield from sorted(found, key=lambda site: site.line)
+
+
+def returned_sites(paths: Iterable[Path | str], functions: Iterable[str]) -> Iterator[MessageSite]:
+    """The messages the named functions return (``return f"…"``): builders whose result the app shows."""
+    wanted = set(functions)
+    for path in paths:
+        found = []
+        for function in ast.walk(_parse(Path(path))):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.name in wanted:
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Return) and node.value is not None:
+                        found += _sites(Path(path), function.name, node.value)
+        yield from sorted(found, key=lambda site: site.line)
