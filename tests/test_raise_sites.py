@@ -21,11 +21,13 @@ SOURCE = textwrap.dedent('''
             "two lines"
         ) from error
         raise ValueError(error)
+        raise ProfileError([f"there is no voice called {path!r}", "give it a name"])
         raise
         return Check("torch", "FAIL", f"cannot import torch ({error})", fix="pip install torch")
 
     def g(reason):
         missing = "not installed" if reason else f"not importable ({reason})"
+        missing += f"; kept as {reason}"
         return f"re-copy {reason} from its source"
 ''')
 
@@ -39,13 +41,16 @@ def test_raise_sites_renders_every_kind_of_message(tmp_path):
         (5, "OSError", "cannot read {0} ({1} bytes)"),
         (6, "KeyError", "unknown {0} in {1}"),
         (8, "RuntimeError", "a message over two lines"),
+        (12, "ProfileError", "there is no voice called {0}"),
+        (12, "ProfileError", "give it a name"),
     ]
     assert sites[0].sample == "‹0› has ‹1› rows, more than ‹2› allowed"
     assert literal_text(sites[0].template).split() == ["has", "rows,", "more", "than", "allowed"]
     checks = list(call_sites([source], {"Check": (0, 2, 3, "fix")}))
     assert [site.template for site in checks] == ["torch", "cannot import torch ({0})", "pip install torch"]
     assert [site.template for site in assigned_sites([source], {"missing"})] == ["not installed",
-                                                                                 "not importable ({0})"]
+                                                                                 "not importable ({0})",
+                                                                                 "{0}; kept as {1}"]
     assert [site.template for site in returned_sites([source], {"g"})] == ["re-copy {0} from its source"]
 
 

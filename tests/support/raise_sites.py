@@ -121,7 +121,10 @@ def _parse(path: Path) -> ast.Module:
 
 
 def _alternatives(node: ast.expr) -> list[ast.expr]:
-    """The messages an expression may be: both branches of ``a if c else b``, each operand of ``a or b``."""
+    """The messages an expression may be: both branches of ``a if c else b``, each operand of ``a or b``, each
+    item of a list or tuple (``raise ProfileError([f"…", …])``)."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [alternative for item in node.elts for alternative in _alternatives(item)]
     if isinstance(node, ast.IfExp):
         return _alternatives(node.body) + _alternatives(node.orelse)
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
@@ -187,8 +190,10 @@ def assigned_sites(paths: Iterable[Path | str], targets: Iterable[str]) -> Itera
         for node in ast.walk(_parse(Path(path))):
             if isinstance(node, ast.Assign):
                 names, value = [_called_name(target) for target in node.targets], node.value
-            elif isinstance(node, ast.AugAssign):
-                names, value = [_called_name(node.target)], node.value
+            elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+                # `x += f"; …"`: the message is what x held, then this ("{0}; …")
+                names = [_called_name(node.target)]
+                value = ast.copy_location(ast.BinOp(ast.Name("_"), ast.Add(), node.value), node.value)
             else:
                 continue
             if wanted.intersection(names):
