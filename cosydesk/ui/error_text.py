@@ -7,11 +7,13 @@ each defining ``ZH_CN: dict[str, str]``: an English template -> its Chinese temp
 Template format: literal text with numbered fields ``{0}``, ``{1}``, … in order of appearance in the English
 text (the Chinese template may use them in any order). Matching: each English template is compiled into an
 anchored full-match regex (re.DOTALL), each field a lazy group, its first letter matching either case (the app
-capitalises what it shows); entries with more literal text are tried first. A captured field is itself
-translated when it fully matches an entry (nested phrases, a "<file>: <message>" prefix, "; "-joined lists),
-otherwise kept verbatim. An entry whose English literal text holds no letter (``{0}: {1}``) applies only when at
-least one of its fields was translated, so that text nobody translated is returned unchanged. Text with several
-lines that matches no entry as a whole is translated line by line.
+capitalises what it shows); entries with more literal text are tried first, and the first that matches wins. A
+captured field is itself translated when it fully matches an entry (nested phrases, a "<file>: <message>"
+prefix, "Cannot load X: <message>"), otherwise kept verbatim. Joiners, entries whose literal text holds no
+letter (``{0}: {1}``, ``{0}; {1}``), come last: every place their separator divides the text is tried and the
+division that leaves the fewest parts untranslated wins; a joiner never applies when none of its parts
+translates, so text no table knows comes back unchanged. Text of several lines is translated line by line
+first. A KeyError's quotes (``str(KeyError("…"))``) are looked through. Numbers stay as they were formatted.
 
 What it must not do: raise (unknown text comes back unchanged), or change English text.
 """

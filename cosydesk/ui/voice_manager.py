@@ -87,7 +87,7 @@ class VoiceManagerDialog(QDialog):
                 self.list.setCurrentItem(item)
         if self.list.currentItem() is None and self.list.count():
             self.list.setCurrentRow(0)
-        self.problems_label.setText("\n".join(self.store.problems))
+        self.problems_label.setText("\n".join(map(display_message, self.store.problems)))
         self.problems_label.setVisible(bool(self.store.problems))
         self._update_buttons()
 

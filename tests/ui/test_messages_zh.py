@@ -82,7 +82,7 @@ def test_a_bad_recording_is_explained_in_chinese(qtbot, tmp_path, ui_language):
     ui_language("zh_CN")
     dialog.load_file(tmp_path / "quiet.wav")
     text = dialog.problems_label.text()
-    assert "• 太短（1.0 秒）：请使用 3–" in text and "• 录音是静音：请检查麦克风，或换一个文件" in text
+    assert "• 太短（1.0 秒）：请使用 3–" in text and "• 录音没有声音：请检查麦克风，或换一个文件" in text
     assert not re.search(r"[A-Za-z]{3,}", text), text  # no English word left
     ui_language("en")
     dialog.load_file(tmp_path / "quiet.wav")

@@ -65,7 +65,7 @@ ZH_CN: dict[str, str] = {
     "{0} entr{1} of {2} skipped ({3}{4})": "已跳过 {2} 中的 {0} 个条目（{3}{4}）",
     "{0}; it was kept as {1} and the history starts afresh": "{0}；已保留为 {1}，历史记录重新开始",
     "{0}; the history starts afresh": "{0}；历史记录重新开始",
-    # audio/profiles.py store problems (shown with the history's)
+    # audio/profiles.py store problems (Voices… dialog)
     "skipped a voice profile: {0}": "已跳过一个音色档案：{0}",
     # ui/draft.py
     "the saved draft was not loaded: {0}": "未能载入保存的草稿：{0}",

@@ -37,8 +37,8 @@ ZH_CN: dict[str, str] = {
     "too long ({0} s): at most {1} s are used; trim it to one or two sentences":
         "太长（{0} 秒）：最多只用 {1} 秒；请剪到一两句话",
     "the audio holds invalid (NaN/inf) samples": "音频含有无效（NaN/inf）采样",
-    "the recording is silent: check the microphone or pick another file": "录音是静音：请检查麦克风，或换一个文件",
-    "almost silent: speech in only {0} of the recording": "几乎是静音：只有 {0} 的录音含有语音",
+    "the recording is silent: check the microphone or pick another file": "录音没有声音：请检查麦克风，或换一个文件",
+    "almost silent: speech in only {0} of the recording": "几乎没有声音：只有 {0} 的录音含有语音",
     "{0} of the samples are clipped; the cloned voice may sound distorted": "{0} 的采样已削波；克隆的声音可能失真",
     # audio/profiles.py: the profile store
     "give the voice a name": "请为音色命名",

@@ -15,7 +15,7 @@ ZH_CN: dict[str, str] = {
     "{0} contains no audio": "{0} 不含任何音频",
     "{0} is too short ({1} ms)": "{0} 太短（{1} 毫秒）",
     "{0} contains invalid (NaN/inf) samples": "{0} 含有无效（NaN/inf）采样",
-    "{0} is silent (RMS {1})": "{0} 是静音（RMS {1}）",
+    "{0} is silent (RMS {1})": "{0} 没有声音（RMS {1}）",
     "sample rates must be positive, got {0} -> {1}": "采样率必须为正数，实际为 {0} -> {1}",
     # frontend/prompt.py: the ONNX speaker encoder and speech tokenizer
     "{0}: ran out of memory computing its output: the file is damaged or not the released network; download the "

@@ -15,7 +15,7 @@ ZH_CN: dict[str, str] = {
     # runtime/synthesizer.py: loading stages (the status bar's "Loading <model>: <stage>…")
     "Checking model files": "正在检查模型文件",
     "Loading model": "正在加载模型",
-    "Preparing {0} (warm-up captures every shape bucket)": "正在准备 {0}（预热会捕获每种形状）",
+    "Preparing {0} (warm-up captures every shape bucket)": "正在准备 {0}（预热时会捕获所有形状分桶）",
     "Loading text frontend": "正在加载文本前端",
     "Ready": "就绪",
     "Compiling and capturing the speech LM": "正在编译并捕获语音 LM",
