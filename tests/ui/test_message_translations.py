@@ -3,8 +3,8 @@ runtime/ (tensorrt excepted: model.py's table), frontend/, audio/, hub.py, state
 the UI's own modules, the worker and the Diagnostics lines (doctor.py), found by an AST walk
 (tests/support/raise_sites.py), translates into Chinese with no English word of its template left.
 
-Messages that never reach the app are skipped below, each with its reason. cli.py, serve/ and voices_list.py
-(`cosydesk voices`) stay English: they talk to a terminal or an API client.
+Messages that never reach the app are skipped below, each with its reason. cli.py and serve/ are not walked
+and stay English: they talk to a terminal or an API client.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ PACKAGE = Path(cosydesk.__file__).parent
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 RAISE_FILES = python_files(PACKAGE / "runtime", PACKAGE / "frontend", PACKAGE / "audio", PACKAGE / "ui",
-                           *(PACKAGE / name for name in ("hub.py", "state_files.py", "atomic_file.py", "file_lock.py")),
+                           *(PACKAGE / name for name in ("hub.py", "state_files.py", "atomic_file.py", "file_lock.py",
+                                                          "voices_list.py")),
                            exclude=("tensorrt",))
 BUILDER_FILES = python_files(PACKAGE / "audio", PACKAGE / "hub.py", PACKAGE / "ui" / "history.py",
                              PACKAGE / "runtime" / "request_inputs.py", PACKAGE / "doctor.py")
@@ -55,6 +56,7 @@ SKIPPED_FILES = {
     "runtime/cudagraph/variants.py": "benchmark variant labels (cosydesk bench), not messages",
     "audio/ringbuffer.py": "the player's ring buffer size is a constant of the code: an internal invariant",
     "ui/single_instance.py": "printed to the terminal by app.claim_instance before any window exists",
+    "voices_list.py": "`cosydesk voices` prints these to the terminal (CLI only); the app lists voices itself",
 }
 # Single templates never shown by the app: template -> why.
 SKIPPED_TEMPLATES = {
