@@ -27,10 +27,10 @@ RAISE_FILES = python_files(PACKAGE / "runtime", PACKAGE / "frontend", PACKAGE / 
                                                           "voices_list.py")),
                            exclude=("tensorrt",))
 BUILDER_FILES = python_files(PACKAGE / "audio", PACKAGE / "hub.py", PACKAGE / "ui" / "history.py",
-                             PACKAGE / "runtime" / "request_inputs.py", PACKAGE / "doctor.py")
+                             PACKAGE / "runtime" / "request_inputs.py", PACKAGE / "doctor.py", PACKAGE / "qt_platform.py")
 # Calls whose arguments are messages the app shows: name -> positions / keywords of the message arguments.
 BUILDER_CALLS = {"append": (0,), "_report": (0,), "_set_aside": (0,), "_with_errno": (1,), "AudioInputError": (0,),
-                 "ExportError": (0,)}
+                 "ExportError": (0,), "PlatformReport": ("problem",)}
 # Variables a message is built in before it is raised, emitted or shown: file -> variable names.
 ASSIGNED = {
     "audio/player.py": ("last_error", "name"),
@@ -41,6 +41,7 @@ ASSIGNED = {
     "ui/worker.py": ("message",),
     "ui/engine_choices.py": ("reason", "trt_reason"),
     "doctor.py": ("where", "missing", "detail", "how", "label", "nvml_error", "cuda"),
+    "qt_platform.py": ("what", "problem"),
 }
 RETURNED = {"doctor.py": ("_model_fix", "_weights_open"), "runtime/backends.py": ("measured_note",)}
 
