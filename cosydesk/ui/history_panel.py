@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QListWidget, QLis
                                QStyle, QStyledItemDelegate, QToolButton, QVBoxLayout, QWidget)
 
 from cosydesk.audio.export import ExportError
+from cosydesk.ui.error_text import display_message
 from cosydesk.ui.export_actions import AUDIO, SENTENCES, SUBTITLES, Utterance, ask_save_path, write_export
 from cosydesk.ui.history import HistoryEntry, HistoryStore
 
@@ -226,7 +227,7 @@ class HistoryPanel(QWidget):
         return "\n".join(text_lines(entry.text) + [self.details(entry)])
 
     def reload(self) -> None:
-        self.problems_label.setText("\n".join(self.store.problems))
+        self.problems_label.setText("\n".join(map(display_message, self.store.problems)))
         self.problems_label.setVisible(bool(self.store.problems))
         current = self.current_id()
         self.list.clear()
