@@ -28,7 +28,7 @@ FIELD = re.compile(r"\{(\d+)\}")
 NAMES = {"CUDA", "ONNX", "TensorRT", "CosyVoice", "CosyDesk", "JSON", "YAML", "NaN", "inf", "BPE", "FFT", "GPU",
          "NVIDIA", "LLM", "HiFT", "CFM", "SFT", "KB", "GB", "PyTorch", "Conformer", "Hugging", "Face", "None",
          "llm", "flow", "hift", "tensorrt", "cudagraph", "cuda-python", "str", "int", "float", "list", "dict", "bool",
-         "tuple", "N", "L"}
+         "tuple", "N", "L", "token", "id"}
 
 # ------------------------------------------------------------------ local matcher (until ui/error_text.py lands)
 GENERIC = {"{0}: {1}": "{0}：{1}"}  # the "<file>: <message>" entry of the app's own table

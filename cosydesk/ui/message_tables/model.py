@@ -119,9 +119,9 @@ ZH_CN: dict[str, str] = {
     "a vocabulary size": "词表大小",
     "kernel sizes": "卷积核大小",
     "samples per second": "每秒采样数",
-    "speech tokens per second": "每秒语音词元数",
-    "mel frames per speech token": "每个语音词元对应的梅尔帧数",
-    "tokens of look-ahead": "前瞻词元数",
+    "speech tokens per second": "每秒语音 token 数",
+    "mel frames per speech token": "每个语音 token 对应的梅尔帧数",
+    "tokens of look-ahead": "前瞻 token 数",
     "frames per attention chunk": "每个注意力块的帧数",
     "-1 for all": "-1 表示全部",
     "harmonics of the source": "声源谐波数",
@@ -131,12 +131,12 @@ ZH_CN: dict[str, str] = {
     "upsampling factors": "上采样倍数",
     "dilations": "膨胀系数",
     "resampling factors": "重采样倍数",
-    "text / speech token counts": "文本 / 语音词元数",
+    "text / speech token counts": "文本 / 语音 token 数",
     "FFT points": "FFT 点数",
     "samples per hop": "每跳采样数",
     "a probability": "概率",
-    "candidate tokens": "候选词元数",
-    "recent tokens": "最近词元数",
+    "candidate tokens": "候选 token 数",
+    "recent tokens": "最近 token 数",
     "a repetition ratio": "重复比例",
     "the sine amplitude": "正弦波幅度",
     "the noise amplitude": "噪声幅度",
@@ -146,7 +146,7 @@ ZH_CN: dict[str, str] = {
     "the CFM noise floor": "CFM 噪声下限",
     "the guidance strength": "引导强度",
     "samples of look-ahead": "前瞻采样数",
-    "tokens per streaming chunk": "每个流式块的词元数",
+    "tokens per streaming chunk": "每个流式块的 token 数",
     # relations between settings, required settings and classes
     "{0}.output_size {1} is not a multiple of {2}.attention_heads {3}: each attention head takes an equal share "
     "of the width": "{0}.output_size（{1}）不是 {2}.attention_heads（{3}）的整数倍：每个注意力头平分宽度",
@@ -178,10 +178,10 @@ ZH_CN: dict[str, str] = {
     "num_attention_heads {0} is not a multiple of num_key_value_heads {1}":
         "num_attention_heads（{0}）不是 num_key_value_heads（{1}）的整数倍",
     "the vocabulary is empty": "词表为空",
-    "token {0} has id {1}: ids are whole numbers from 0": "词元 {0} 的编号为 {1}：编号应为从 0 起的整数",
+    "token {0} has id {1}: ids are whole numbers from 0": "token {0} 的 id 为 {1}：id 应为从 0 起的整数",
     "not UTF-8 text (byte {0}): not a BPE merges file": "不是 UTF-8 文本（第 {0} 字节处）：不是 BPE 合并规则文件",
     "holds no merges (the file is empty)": "没有任何合并规则（文件为空）",
-    "merge {0} is {1}: each line is two tokens separated by a space": "第 {0} 条合并规则为 {1}：每行应是以空格分隔的两个词元",
+    "merge {0} is {1}: each line is two tokens separated by a space": "第 {0} 条合并规则为 {1}：每行应是以空格分隔的两个 token",
     'holds no tokenizer "model": not a Hugging Face tokenizer.json':
         '缺少分词器的 "model" 项：不是 Hugging Face 的 tokenizer.json',
     # Python's json module (inside "not valid JSON (…)")
@@ -226,9 +226,9 @@ ZH_CN: dict[str, str] = {
     "speaker {0}: {1} holds NaN/inf values: the file is damaged; download the model again":
         "说话人 {0}：{1} 含有 NaN/inf 值：文件已损坏，请重新下载模型",
     "speaker {0}: {1} is a {2} tensor of shape {3}; token ids are [1, N] integers":
-        "说话人 {0}：{1} 是形状为 {3} 的 {2} 张量；词元编号应为 [1, N] 的整数",
+        "说话人 {0}：{1} 是形状为 {3} 的 {2} 张量；token id 应为 [1, N] 的整数",
     "speaker {0}: {1} holds ids from {2} to {3}; this model's ids are 0..{4}":
-        "说话人 {0}：{1} 中的编号为 {2} 到 {3}；此模型的编号范围是 0..{4}",
+        "说话人 {0}：{1} 中的 id 为 {2} 到 {3}；此模型的 id 范围是 0..{4}",
     "zero-shot speaker {0} has no {1} (a zero-shot entry holds {2})": "零样本说话人 {0} 缺少 {1}（零样本条目应包含 {2}）",
     "speaker {0}: 'prompt_speech_feat' is a {1} tensor of shape {2}; a prompt mel is [1, frames, 80] floats":
         "说话人 {0}：'prompt_speech_feat' 是形状为 {2} 的 {1} 张量；提示梅尔频谱应为 [1, 帧数, 80] 的浮点数",
@@ -297,10 +297,10 @@ ZH_CN: dict[str, str] = {
         "该 flow 流式状态已执行过最后一次调用：每个请求需新建一个",
     "a flow stream state was continued with another prompt or speaker embedding": "flow 流式状态续接时换用了另一段提示或说话人嵌入",
     "a flow stream state was continued with tokens that do not extend the previous call's":
-        "flow 流式状态续接时的词元不是上一次调用的延续",
+        "flow 流式状态续接时的 token 不是上一次调用的延续",
     "a flow stream state only serves streaming calls (the full-attention call recomputes)":
         "flow 流式状态只用于流式调用（全注意力调用会重新计算）",
-    "streaming call with {0} tokens after one that committed {1}": "流式调用只有 {0} 个词元，而上一次已提交 {1} 个",
+    "streaming call with {0} tokens after one that committed {1}": "流式调用只有 {0} 个 token，而上一次已提交 {1} 个",
     "commit boundary lies {0} frames before the call's first frame": "提交边界位于本次调用首帧之前 {0} 帧",
     "a streaming call visited a different number of causal layers than the cache holds": "流式调用经过的因果层数与缓存中的层数不同",
     "cache_source has {0} samples, longer than the {1} generated": "cache_source 有 {0} 个采样点，多于生成的 {1} 个",
@@ -308,7 +308,7 @@ ZH_CN: dict[str, str] = {
     "the v3 vocoder's fixed noise covers {0} samples, {1} were requested": "v3 声码器的固定噪声只覆盖 {0} 个采样点，但请求了 {1} 个",
     "internal: the phase carry does not match the window plan": "内部错误：相位延续与窗口规划不一致",
     "internal: the phase carry lies outside the vocoded window": "内部错误：相位延续位于已合成的窗口之外",
-    "teacher_forced_logits needs at least one forced token": "teacher_forced_logits 至少需要一个强制词元",
+    "teacher_forced_logits needs at least one forced token": "teacher_forced_logits 至少需要一个强制 token",
     # ---------------------------------------------------------------- runtime/tensorrt/
     "the tensorrt backend needs an NVIDIA GPU visible to cuda-python; none was found (install the CUDA bindings "
     "with `pip install cuda-python`, run `cosydesk doctor`)":
