@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cosydesk.ui.message_tables.model import ZH_CN
+from cosydesk.ui.message_tables.model import FILE_MESSAGES, PHRASES, ZH_CN
 from tests.reliability.malformed_folders import CASES, make_case_folder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ NAMES = {"CUDA", "ONNX", "TensorRT", "CosyVoice", "CosyDesk", "JSON", "YAML", "N
          "tuple", "N", "L", "token", "id"}
 
 # ------------------------------------------------------------------ local matcher (until ui/error_text.py lands)
-GENERIC = {"{0}: {1}": "{0}：{1}"}  # the "<file>: <message>" entry of the app's own table
+GENERIC = {"{0}: {1}": "{0}：{1}", "Cannot load {0}: {1}": "无法加载 {0}：{1}"}  # entries of the app's own table
 
 
 def _entries():
@@ -161,8 +161,11 @@ def test_every_message_of_model_and_tensorrt_is_chinese(where, template):
 
 def test_the_table_is_well_formed():
     source = ast.parse((REPO / "cosydesk/ui/message_tables/model.py").read_text(encoding="utf-8"))
-    keys = [ast.literal_eval(key) for node in ast.walk(source) if isinstance(node, ast.Dict) for key in node.keys]
-    assert len(keys) == len(set(keys)) == len(ZH_CN), "an English template is listed twice"
+    keys = [ast.literal_eval(key) for node in ast.walk(source) if isinstance(node, ast.Dict)
+            for key in node.keys if key is not None]
+    assert len(keys) == len(set(keys)), "an English template is listed twice"
+    derived = [english for english in FILE_MESSAGES if not english.startswith("{")]
+    assert len(ZH_CN) == len(PHRASES) + len(FILE_MESSAGES) + len(derived), "a '<file>: ' form is also listed by hand"
     for english, chinese in ZH_CN.items():
         fields = set(FIELD.findall(english))
         assert set(FIELD.findall(chinese)) <= fields, english
