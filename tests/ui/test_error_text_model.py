@@ -1,12 +1,13 @@
 """zh_CN covers every message of cosydesk/model/ and cosydesk/runtime/tensorrt/ (issue 29 item 7, defect D15).
 
 Three ways in: every raise site of those packages rendered with placeholder fields; the sub-phrases the code passes
-into its messages (config_values' rules, hf_files' ``what``) as the code builds them; and each load case of
-tests/data/malformed_model_folders.json run through the real folder check, whose message must come out Chinese
-with nothing English left but names (files, keys, classes, CUDA, ONNX, …).
+into its messages (config_values' rules, hf_files' ``what``, json / PyYAML errors) as the code builds them; and
+each of the 55 cases of tests/data/malformed_model_folders.json, its message made by the app's own path (the
+synthesis worker's refusal of the folder, or the ONNX frontend a voice-cloning request runs), which must come out
+Chinese with nothing English left but names (files, keys, classes, CUDA, ONNX, …).
 
-The matcher here follows the rules of cosydesk/ui/message_tables (anchored full match, lazy fields, entries with
-more literal text first, a field translated when it fully matches an entry) until ui/error_text.py is merged.
+Translation is the app's (ui/error_text.translate_message over every table); the raise sites come from
+tests/support/raise_sites.py.
 """
 
 from __future__ import annotations
@@ -17,112 +18,44 @@ from pathlib import Path
 
 import pytest
 
+from cosydesk.ui.error_text import translate_message
 from cosydesk.ui.message_tables.model import FILE_MESSAGES, PHRASES, ZH_CN
 from tests.reliability.malformed_folders import CASES, make_case_folder
+from tests.support.raise_sites import call_sites, literal_text, python_files, raise_sites, returned_sites, sample_of
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = sorted((REPO / "cosydesk" / "model").glob("*.py")) + sorted((REPO / "cosydesk/runtime/tensorrt").glob("*.py"))
+# runtime/tensorrt/cli.py is `cosydesk engines`: it talks to a terminal, never to the app
+SOURCES = python_files(REPO / "cosydesk" / "model", REPO / "cosydesk" / "runtime" / "tensorrt", exclude=("cli.py",))
 CJK = re.compile(r"[\u4e00-\u9fff]")
 FIELD = re.compile(r"\{(\d+)\}")
 # names a Chinese message keeps as they are (besides identifiers: words with digits, "_", "." or inner capitals)
 NAMES = {"CUDA", "ONNX", "TensorRT", "CosyVoice", "CosyDesk", "JSON", "YAML", "NaN", "inf", "BPE", "FFT", "GPU",
          "NVIDIA", "LLM", "HiFT", "CFM", "SFT", "KB", "GB", "PyTorch", "Conformer", "Hugging", "Face", "None",
          "llm", "flow", "hift", "tensorrt", "cudagraph", "cuda-python", "str", "int", "float", "list", "dict", "bool",
-         "tuple", "N", "L", "token", "id"}
-
-# ------------------------------------------------------------------ local matcher (until ui/error_text.py lands)
-GENERIC = {"{0}: {1}": "{0}：{1}", "Cannot load {0}: {1}": "无法加载 {0}：{1}"}  # entries of the app's own table
-
-
-def _entries():
-    entries = []
-    for english, chinese in {**GENERIC, **ZH_CN}.items():
-        parts, position = [], 0
-        for match in FIELD.finditer(english):
-            parts += [re.escape(english[position:match.start()]), "(.*?)"]
-            position = match.end()
-        parts.append(re.escape(english[position:]))
-        literal = FIELD.sub("", english)
-        entries.append((-len(literal), english, re.compile("".join(parts), re.DOTALL), chinese,
-                        not re.search("[A-Za-z]", literal)))
-    return sorted(entries)
-
-
-ENTRIES = _entries()
-
-
-def _translate(text: str, depth: int = 0) -> str | None:
-    if depth > 6 or not text.strip():
-        return None
-    for _, _, pattern, chinese, needs_translated_field in ENTRIES:
-        match = pattern.fullmatch(text) or pattern.fullmatch(text[:1].lower() + text[1:])
-        if match is None:
-            continue
-        inner = [_translate(value, depth + 1) for value in match.groups()]
-        if needs_translated_field and all(value is None for value in inner):
-            continue
-        fields = [new if new is not None else old for old, new in zip(match.groups(), inner)]
-        return FIELD.sub(lambda m: fields[int(m.group(1))], chinese)
-    return None
-
-
-def translate_message(text: str, language: str = "zh_CN") -> str:
-    translated = _translate(text)
-    return text if translated is None else translated
-
-
-# ---------------------------------------------------- local raise-site walker (until raise_sites.py lands)
-def _template(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(part.value if isinstance(part, ast.Constant) else "\0" for part in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _template(node.left), _template(node.right)
-        return None if left is None and right is None else (left or "\0") + (right or "\0")
-    return None
-
-
-def _alternatives(node: ast.expr) -> list[ast.expr]:
-    if isinstance(node, ast.IfExp):
-        return _alternatives(node.body) + _alternatives(node.orelse)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return [ast.BinOp(left, ast.Add(), right) for left in _alternatives(node.left)
-                for right in _alternatives(node.right)]
-    return [node]
+         "tuple", "N", "L", "token", "id", "Hz",
+         "Fail", "Reshape"}  # ONNX Runtime's exception class and an ONNX operator, quoted from onnxruntime
 
 
 def message_templates() -> list[tuple[str, str]]:
-    """(where, template) for every message built in SOURCES: raised or returned exceptions, the right-hand
-    text of config_values._bad and the reasons torch_bridge.unavailable_reason returns."""
-    found = []
-    for path in SOURCES:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            messages = []
-            if isinstance(node, ast.Call) and node.args:
-                name = getattr(node.func, "id", getattr(node.func, "attr", ""))
-                if name.endswith("Error") or name == "_bad":
-                    messages = [node.args[3] if name == "_bad" else node.args[0]]
-            elif isinstance(node, ast.FunctionDef) and node.name == "unavailable_reason":
-                messages = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
-            for message in messages:
-                for alternative in _alternatives(message):
-                    template = _template(alternative)
-                    if template is not None and re.search("[A-Za-z]", template.replace("\0", "")):
-                        numbered = iter(range(99))
-                        found.append((f"{path.relative_to(REPO)}:{node.lineno}",
-                                      re.sub("\0", lambda _: "{%d}" % next(numbered), template)))
+    """(where, template) for every message built in SOURCES: raised, the ConfigError that config_values._bad
+    returns (and its right-hand text), and the reasons torch_bridge.unavailable_reason returns; each template
+    once, those without a letter in their literal text (``{0}: {1}``, a pass-through) left out."""
+    sites = list(raise_sites(SOURCES))
+    sites += call_sites(SOURCES, {"ConfigError": (0,), "CheckpointError": (0,), "_bad": (3,)})
+    sites += returned_sites(SOURCES, ("unavailable_reason",))
+    found, seen = [], set()
+    for site in sites:
+        if site.template not in seen and re.search("[A-Za-z]", literal_text(site.template)):
+            seen.add(site.template)
+            found.append((f"{site.file.relative_to(REPO)}:{site.line}", site.template))
     return found
-
-
-def sample_of(template: str) -> str:
-    return FIELD.sub(lambda match: f"‹{match.group(1)}›", template)
 
 
 # ------------------------------------------------------------------ what counts as English left over
 def _words(text: str) -> list[str]:
     """English words of `text`, leaving out quoted values, `commands`, <keys>, !tags, --options and paths."""
-    text = re.sub(r"pip install [^（）();]*|'[^']*'|\"[^\"]*\"|`[^`]*`|<[^<>]*>|![\w:]+|--[\w-]+|#\w*|\S*/\S*", " ", text)
+    text = re.sub(r"pip install [^（）();]*|“[^”]*”|'[^']*'|\"[^\"]*\"|`[^`]*`|<[^<>]*>|![\w:]+|--[\w-]+|#\w*|\S*/\S*",
+                  " ", text)
     words = re.findall(r"(?<![A-Za-z0-9_.])[A-Za-z][A-Za-z0-9_.\-']*", text)
     return [word.rstrip(".'-") for word in words if not _is_name(word.rstrip(".'-"))]
 
@@ -144,7 +77,7 @@ def test_the_walker_finds_the_packages_messages():
     for known in ("{0}: speaker {1} has no 'embedding' (an SFT speaker holds its [1, 192] speaker vector there)",
                   "{0} (CosyVoice works on {1}-bin mels)", "{0} could not parse {1}: {2}",
                   "no TensorRT flavour supports this GPU (compute capability {0}.{1}); use --backend cudagraph",
-                  "{0}: missing key {1} (and {2} more) - the file does not match the model described by the yaml"):
+                  "{0}: missing key {1}{2} - the file does not match the model described by the yaml"):
         assert known in templates, known
 
 
@@ -156,7 +89,7 @@ def test_every_message_of_model_and_tensorrt_is_chinese(where, template):
     left = english_left(template, translated)
     assert not left, f"{where}: {translated!r} still says {left}"
     for index in range(len(FIELD.findall(template))):  # every value the message carries is still shown
-        assert f"‹{index}›" in translated or where.endswith(("validate.py:151", "config.py:291")), (where, translated)
+        assert f"‹{index}›" in translated, (where, translated)
 
 
 def test_the_table_is_well_formed():
@@ -168,7 +101,7 @@ def test_the_table_is_well_formed():
     assert len(ZH_CN) == len(PHRASES) + len(FILE_MESSAGES) + len(derived), "a '<file>: ' form is also listed by hand"
     for english, chinese in ZH_CN.items():
         fields = set(FIELD.findall(english))
-        assert set(FIELD.findall(chinese)) <= fields, english
+        assert set(FIELD.findall(chinese)) == fields, english  # every value is shown, none invented
         assert CJK.search(chinese), english
         assert chinese == chinese.strip(), english
         if english.startswith("{0}"):  # a "<file>: " prefix caught in the first field stays in front
@@ -220,30 +153,88 @@ def test_yaml_parser_messages_read_in_chinese(tmp_path):
         assert CJK.search(tail) and not _words(tail), (message, translated)
 
 
-LOAD_CASES = [case for case in CASES if not case.get("prompt")]
+def test_checkpoint_key_lists_read_in_chinese():
+    """check_state_dict names the first missing / unexpected key and how many more there are."""
+    import torch
+
+    from cosydesk.model.checkpoint import CheckpointError, check_state_dict
+
+    expected = {name: torch.zeros(2) for name in ("a.weight", "b.weight", "c.weight")}
+    for state in ({"a.weight": torch.zeros(2)}, {"b.weight": torch.zeros(2), "c.weight": torch.zeros(2)},
+                  {**expected, "d.weight": torch.zeros(2)}, {**expected, "d.x": torch.zeros(2), "e.x": torch.zeros(2)}):
+        with pytest.raises(CheckpointError) as caught:
+            check_state_dict(expected, state, "/m/flow.pt")
+        translated = translate_message(str(caught.value), "zh_CN")
+        assert translated.startswith("/m/flow.pt：") and not _words(translated[10:]), (str(caught.value), translated)
+
+
+PROMPT_TEXT = "提示文本。"
 
 
 @pytest.fixture(scope="module")
-def malformed_messages(tiny_v1_dir, tiny_v2_dir, tmp_path_factory):
-    """case id -> (message, folder) of every load case, from the check the app runs before it loads a folder."""
-    from cosydesk.runtime.synthesizer import check_model_folder
+def prompt_wav(tmp_path_factory) -> Path:
+    import numpy as np
+    import soundfile as sf
 
+    rate = 16000
+    t = np.arange(3 * rate) / rate
+    path = tmp_path_factory.mktemp("prompt") / "voice.wav"
+    sf.write(path, (0.2 * np.sin(2 * np.pi * 150 * t)).astype(np.float32), rate)
+    return path
+
+
+def _refusal(folder: Path) -> str:
+    """What the app's synthesis worker says when it is asked to load ``folder`` while a model is loaded."""
+    from cosydesk.ui.worker import SynthWorker
+
+    worker = SynthWorker(warmup=False)  # the real folder check (runtime.synthesizer.check_model_folder)
+    worker.synth = object()  # a model is loaded: the folder is checked before that model is dropped for it
+    refused = []
+    worker.loadRefused.connect(refused.append)
+    worker.load(str(folder), {})
+    assert len(refused) == 1, f"{folder}: not refused"
+    return refused[0]
+
+
+def _prompt_error(folder: Path, tokenizer, wav: Path) -> str:
+    """The error a voice-cloning request meets on ``folder``'s ONNX frontend, as the synthesizer computes it."""
+    from cosydesk.runtime.request_inputs import RequestFrontend
+
+    frontend = RequestFrontend("v2", folder, 24000, tokenizer, {})
+    with pytest.raises(ValueError) as caught:
+        frontend.prompt_features(str(wav), PROMPT_TEXT)
+    return str(caught.value)
+
+
+@pytest.fixture(scope="module")
+def malformed_messages(qapp, tiny_v1_dir, tiny_v2_dir, prompt_wav, tmp_path_factory):
+    """case id -> (message as the app gets it, folder, case root) for all cases of malformed_model_folders.json."""
+    from cosydesk.frontend.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer("v2", tiny_v2_dir)
     messages = {}
-    for case in LOAD_CASES:
+    for case in CASES:
         root = tmp_path_factory.mktemp(case["id"])
         folder = make_case_folder(case, {"v1": tiny_v1_dir, "v2": tiny_v2_dir}, root)
-        with pytest.raises(ValueError) as caught:
-            check_model_folder(folder)
-        messages[case["id"]] = (str(caught.value), folder, root)
+        if case.get("prompt"):
+            messages[case["id"]] = (_prompt_error(folder, tokenizer, prompt_wav), folder, root)
+        else:
+            messages[case["id"]] = (_refusal(folder), folder, root)
     return messages
 
 
-@pytest.mark.parametrize("case_id", [case["id"] for case in LOAD_CASES])
-def test_malformed_folder_refusal_reads_in_chinese(case_id, malformed_messages):
+@pytest.mark.parametrize("case_id", [case["id"] for case in CASES])
+def test_malformed_folder_message_reads_in_chinese(case_id, malformed_messages):
     message, folder, root = malformed_messages[case_id]
-    assert message.startswith(str(folder)), message
+    case = next(case for case in CASES if case["id"] == case_id)
+    assert case["message"] in message, message  # the case's own message, not another failure
     translated = translate_message(message, "zh_CN")
-    assert translated.startswith(str(folder)), translated  # the file it names stays in front
-    tail = translated[len(str(folder)):].replace(str(root), "")
+    if not case.get("prompt"):
+        assert message.startswith(f"Cannot load {folder.name}: {folder}/"), message
+        assert translated.startswith(f"无法加载 {folder.name}：{folder}/"), translated
+    assert str(folder / case["file"]) in translated, translated  # the file it names is still named
+    tail = translated.removeprefix(f"无法加载 {folder.name}：").replace(str(folder / case["file"]), "")
+    tail = tail.replace(str(root), "")
     assert CJK.search(tail), f"{case_id}: {translated!r}"
     assert not _words(tail), f"{case_id}: {translated!r} still says {_words(tail)}"
+    assert translate_message(message, "en") == message

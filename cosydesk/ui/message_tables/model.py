@@ -1,14 +1,14 @@
 """zh_CN for the messages of cosydesk/model/ and cosydesk/runtime/tensorrt/ (load refusals and synthesis errors).
 
 They reach the app as "Cannot load <folder>: <file>: <message>". FILE_MESSAGES holds what follows "<file>: ";
-each that starts with literal text is also listed with that prefix ("{0}: …", its fields renumbered), so that no
-entry of another table that ends the same way ("{0} does not exist") can take the whole message before the
-"<file>: <message>" joiner divides it. PHRASES holds the rest: whole messages, and phrases passed into a message as values (the
-"(a layer width)" descriptions and "it must be …" clauses of model/config_values.py, the ``what`` of
-model/hf_files.py, Python's json and PyYAML's parser messages); the matcher translates a field that fully
-matches an entry. File names, yaml keys, class names and numbers stay as they are. When an English template
-starts with a field, the Chinese one starts with the same field (a "<file>: " prefix may be caught in it).
-Data only, and the one rule that derives the prefixed forms.
+each that starts with literal text is also listed with that prefix ("{0}: …", its fields renumbered), so that
+no entry of another table that ends the same way ("{0} does not exist") can take the whole message before the
+"<file>: <message>" joiner divides it. PHRASES holds the rest: whole messages, and phrases passed into a
+message as values (the "(a layer width)" descriptions and "it must be …" clauses of model/config_values.py,
+the ``what`` of model/hf_files.py, the json, PyYAML and ONNX Runtime messages carried in them); a field that
+fully matches an entry is translated. File names, yaml keys, class names and numbers stay as they are. When an
+English template starts with a field, the Chinese one starts with the same field (a "<file>: " prefix may be
+caught in it). Data only, and the one rule that derives the prefixed forms.
 """
 
 import re
@@ -173,23 +173,21 @@ PHRASES: dict[str, str] = {
     "Exceeds the limit ({0} digits) for integer string conversion; "
     "use sys.set_int_max_str_digits() to increase the limit": "整数位数超过上限（{0} 位）",
     "Too many levels of symbolic links": "符号链接层级过多",
-    # PyYAML's parser messages (after "not valid yaml: ", whitespace joined): a problem, where it is ("in <name>,
-    # line, column" and the line with a caret under the spot; an empty line leaves only the caret), often after
-    # the context it was found in. The place is given as line and column; the quoted line is left out.
-    'unacceptable character #x{0}: {1} in "{2}", position {3}': "第 {3} 个字符处有不允许的字符 #x{0}：{1}",
+    # PyYAML's parser messages (after "not valid yaml: ", whitespace joined; read_yaml parses a str, which PyYAML
+    # names "<unicode string>"): a problem and where it is (line, column, and the line itself with a caret under
+    # the spot; an empty line leaves only the caret), often after the context it was found in.
+    'unacceptable character #x{0}: {1} in "<unicode string>", position {2}': "第 {2} 个字符处有不允许的字符 #x{0}：{1}",
     "special characters are not allowed": "不允许使用特殊字符",
-    "'{0}' codec can't decode byte #x{1}: {2} in \"{3}\", position {4}": "第 {4} 个字节 #x{1} 无法按 {0} 解码：{2}",
-    '{0} in "{1}", line {2}, column {3}: {4} ^ {5} in "{6}", line {7}, column {8}: {9} ^':
-        "{0}（第 {2} 行第 {3} 列）：{5}（第 {7} 行第 {8} 列）",
-    '{0} in "{1}", line {2}, column {3}: {4} ^ {5} in "{6}", line {7}, column {8}: ^':
-        "{0}（第 {2} 行第 {3} 列）：{5}（第 {7} 行第 {8} 列）",
-    '{0} in "{1}", line {2}, column {3}: ^ {4} in "{5}", line {6}, column {7}: {8} ^':
-        "{0}（第 {2} 行第 {3} 列）：{4}（第 {6} 行第 {7} 列）",
-    '{0} in "{1}", line {2}, column {3}: ^ {4} in "{5}", line {6}, column {7}: ^':
-        "{0}（第 {2} 行第 {3} 列）：{4}（第 {6} 行第 {7} 列）",
-    '{0} in "{1}", line {2}, column {3}: {4} ^': "{0}（第 {2} 行第 {3} 列）",
-    '{0} in "{1}", line {2}, column {3}: ^': "{0}（第 {2} 行第 {3} 列）",
-    '{0} in "{1}", line {2}, column {3}': "{0}（第 {2} 行第 {3} 列）",
+    '{0} in "<unicode string>", line {1}, column {2}: {3} ^ {4} in "<unicode string>", line {5}, column {6}: {7} ^':
+        "{0}（第 {1} 行第 {2} 列：“{3}”）：{4}（第 {5} 行第 {6} 列：“{7}”）",
+    '{0} in "<unicode string>", line {1}, column {2}: {3} ^ {4} in "<unicode string>", line {5}, column {6}: ^':
+        "{0}（第 {1} 行第 {2} 列：“{3}”）：{4}（第 {5} 行第 {6} 列）",
+    '{0} in "<unicode string>", line {1}, column {2}: ^ {3} in "<unicode string>", line {4}, column {5}: {6} ^':
+        "{0}（第 {1} 行第 {2} 列）：{3}（第 {4} 行第 {5} 列：“{6}”）",
+    '{0} in "<unicode string>", line {1}, column {2}: ^ {3} in "<unicode string>", line {4}, column {5}: ^':
+        "{0}（第 {1} 行第 {2} 列）：{3}（第 {4} 行第 {5} 列）",
+    '{0} in "<unicode string>", line {1}, column {2}: {3} ^': "{0}（第 {1} 行第 {2} 列：“{3}”）",
+    '{0} in "<unicode string>", line {1}, column {2}: ^': "{0}（第 {1} 行第 {2} 列）",
     "mapping values are not allowed here": "此处不允许出现映射值",
     "while scanning a simple key": "扫描简单键时",
     "could not find expected ':'": "找不到应有的 ':'",
@@ -215,6 +213,9 @@ PHRASES: dict[str, str] = {
     "could not determine a constructor for the tag {0}": "无法识别标签 {0}",
     "while constructing a mapping": "构建映射时",
     "found unhashable key": "遇到不能作为键的值",
+    # ONNX Runtime's message when a frontend network fails (frontend/prompt.py: "<file>: failed to run (Fail: …)")
+    "[ONNXRuntimeError] : {0} : {1} : Non-zero status code returned while running {2} node. Name:{3} Status "
+    "Message: {4}": "[ONNXRuntimeError] : {0} : {1} : 运行 {2} 节点时出错（节点名 {3}）：{4}",
     # ---------------------------------------------------------------- model/config_values.py: every setting
     "a number from {0} to {1} ({2})": "介于 {0} 到 {1} 之间的数（{2}）",
     "a whole number from {0} to {1} ({2})": "介于 {0} 到 {1} 之间的整数（{2}）",
@@ -252,7 +253,6 @@ PHRASES: dict[str, str] = {
     "a repetition ratio": "重复比例",
     "the sine amplitude": "正弦波幅度",
     "the noise amplitude": "噪声幅度",
-    "Hz": "赫兹",
     "a slope": "斜率",
     "the output clamp": "输出限幅",
     "the CFM noise floor": "CFM 噪声下限",
@@ -344,6 +344,7 @@ PHRASES: dict[str, str] = {
     "{0} is an {1} graph, but a {2} engine was requested": "{0} 是 {1} 计算图，但请求构建的是 {2} 引擎",
     "profile has no shapes for inputs {0}": "优化配置中缺少输入 {0} 的形状",
     "progress callback failed: {0}": "进度回调失败：{0}",
+    "engine build cancelled": "引擎构建已取消",
     "{0} failed to build an engine from {1} (see TensorRT log)": "{0} 无法从 {1} 构建引擎（详见 TensorRT 日志）",
     "engine build for {0} returned no bytes": "{0} 的引擎构建没有返回任何数据",
     "no TensorRT export for {0} yet (v3 HiFT stays in torch)": "{0} 暂不支持导出到 TensorRT（v3 的 HiFT 仍由 PyTorch 运行）",
