@@ -36,6 +36,11 @@ NAMES = {"CUDA", "ONNX", "TensorRT", "CosyVoice", "CosyDesk", "JSON", "YAML", "N
          "Fail", "Reshape"}  # ONNX Runtime's exception class and an ONNX operator, quoted from onnxruntime
 
 
+# quoted values, `commands`, <keys>, !tags, --options, #x hex and paths (ending at CJK text or full-width marks)
+NOT_WORDS = re.compile(r"pip install [^（）();]*|“[^”]*”|'[^']*'|\"[^\"]*\"|`[^`]*`|<[^<>]*>|![\w:]+|--[\w-]+|#\w*"
+                       r"|[^\s\u3000-\uffff]*/[^\s\u3000-\uffff]*")
+
+
 def message_templates() -> list[tuple[str, str]]:
     """(where, template) for every message built in SOURCES: raised, the ConfigError that config_values._bad
     returns (and its right-hand text), and the reasons torch_bridge.unavailable_reason returns; each template
@@ -54,8 +59,7 @@ def message_templates() -> list[tuple[str, str]]:
 # ------------------------------------------------------------------ what counts as English left over
 def _words(text: str) -> list[str]:
     """English words of `text`, leaving out quoted values, `commands`, <keys>, !tags, --options and paths."""
-    text = re.sub(r"pip install [^（）();]*|“[^”]*”|'[^']*'|\"[^\"]*\"|`[^`]*`|<[^<>]*>|![\w:]+|--[\w-]+|#\w*|\S*/\S*",
-                  " ", text)
+    text = NOT_WORDS.sub(" ", text)
     words = re.findall(r"(?<![A-Za-z0-9_.])[A-Za-z][A-Za-z0-9_.\-']*", text)
     return [word.rstrip(".'-") for word in words if not _is_name(word.rstrip(".'-"))]
 
@@ -71,6 +75,13 @@ def english_left(template: str, translated: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ tests
+def test_the_checks_can_fail():
+    assert _words("/m/flow.pt：the file is damaged") == ["the", "file", "is", "damaged"]
+    assert _words("/m/flow.pt：键 'w.x' 的形状为 [1, 2]，float32，CosyVoice-BlankEN/config.json") == []
+    assert english_left("{0}: the checkpoint is missing", "‹0›：the checkpoint 不存在") == ["checkpoint", "the"]
+    assert translate_message("/m/flow.pt: a message no table knows", "zh_CN") == "/m/flow.pt: a message no table knows"
+
+
 def test_the_walker_finds_the_packages_messages():
     templates = {template for _, template in message_templates()}
     assert len(templates) > 150
