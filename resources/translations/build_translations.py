@@ -315,7 +315,7 @@ ZH_CN = {
     "Hear the current sentence again (Ctrl+R)": "再听一遍当前句子（Ctrl+R）",
     "How far through the text the reading is": "文本已朗读到哪里",
     "Sentence {n} of {total}": "第 {n} 句，共 {total} 句",
-    "Sentence {n} of …": "第 {n} 句，共 … 句",
+    "Sentences {n}–{m} of {total}": "第 {n}–{m} 句，共 {total} 句",
     "&Playback": "播放(&P)",
     "Speak the selection, or the whole text (Ctrl+Enter)": "朗读选中的文字，或全部文本（Ctrl+Enter）",
     "Stop speaking (Esc)": "停止朗读（Esc）",

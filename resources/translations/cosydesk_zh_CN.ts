@@ -302,8 +302,8 @@
         <translation>第 {n} 句，共 {total} 句</translation>
     </message>
     <message>
-        <source>Sentence {n} of …</source>
-        <translation>第 {n} 句，共 … 句</translation>
+        <source>Sentences {n}–{m} of {total}</source>
+        <translation>第 {n}–{m} 句，共 {total} 句</translation>
     </message>
 <message>
         <source>Export audio</source>

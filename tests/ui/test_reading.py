@@ -221,3 +221,33 @@ def test_tab_moves_focus_out_of_the_editor(qtbot, data_dir):
     assert "\t" not in window.text_edit.toPlainText()
     assert window.text_edit.tabChangesFocus()
     window.shutdown()
+
+
+def test_the_real_synthesizer_is_followed_sentence_by_sentence(qtbot, data_dir, tiny_v2, tiny_factory):
+    """Progress, highlight and subtitles count the sentences a reader sees, not the model's packed segments (the
+    tiny v2 model packed this whole text into one segment: "Sentence 1 of 1" and one subtitle cue)."""
+    from cosydesk.audio.subtitles import to_srt
+
+    text = "Hello there, my friend. How are you today? Yes. 你好，世界。今天天气很好！"
+    expected = [("Sentence 1 of 5", "Hello there, my friend."), ("Sentence 2 of 5", "How are you today?"),
+                ("Sentences 3–4 of 5", "Yes. 你好，世界。"), ("Sentence 5 of 5", "今天天气很好！")]
+    window = make_window(qtbot, data_dir, tiny_factory, model_dir=tiny_v2,
+                         player=Player(sd_module=FakeSoundDevice(speed=1.0)))
+    window.text_edit.setPlainText(text)
+    seen = []
+    finished = []
+    window.controller.worker.jobFinished.connect(finished.append)
+    window.speak()
+    deadline = time.monotonic() + 30
+    while not (finished and not window.player.is_playing) and time.monotonic() < deadline:
+        shown = (window.reading.label.text(), highlighted(window))
+        if window.reading.label.isVisible() and (not seen or seen[-1] != shown):
+            seen.append(shown)
+        qtbot.wait(5)
+    assert seen == expected
+    result = finished[0]
+    assert [text[r.text_start:r.text_end] for r in result.sentences] == [e[1] for e in expected]
+    srt = to_srt(text, result.sentences, result.sample_rate)
+    assert srt.count(" --> ") == 4 and "Yes. 你好，世界。" in srt
+    wait_idle(qtbot, window)
+    window.shutdown()
