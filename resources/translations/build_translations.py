@@ -134,6 +134,7 @@ ZH_CN = {
     "No model installed": "尚未安装模型",
     "Cannot use {folder}: {problems}": "无法使用 {folder}：{problems}",
     "Create a voice profile": "请新建一个声音",
+    "Voice profile recorded on this computer": "在本机录制的声音",
     "(no style)": "（无风格）",
     "Type something to say first.": "请先输入要朗读的文字。",
     "No model is loaded: choose or download one with “Models…”.": "尚未加载模型：请通过“模型管理…”选择或下载一个。",

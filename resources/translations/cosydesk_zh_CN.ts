@@ -1016,6 +1016,10 @@
 <context>
     <name>VoiceBar</name>
     <message>
+        <source>Voice profile recorded on this computer</source>
+        <translation>在本机录制的声音</translation>
+    </message>
+    <message>
         <source>Create a voice profile</source>
         <translation>请新建一个声音</translation>
     </message>
