@@ -4,7 +4,7 @@ Why: the official frontend packs several short sentences into one synthesis segm
 right for throughput but wrong for reading along: the app's "Sentence n of N", the highlight, next / previous /
 repeat and subtitles would mark whole blocks. Here the *original* text is cut at sentence-final punctuation
 (。！？ always; . ! ? … when a blank and no lower-case letter follow, so "3.14", "e.g. this" and "said! she"
-stay whole), at blank lines, and at a line break that does not continue a wrapped line. The cut needs no
+stay whole, and a '.' not after a title or an initial: "Dr. Smith", "J. K. Rowling"), at blank lines, and at a line break that does not continue a wrapped line. The cut needs no
 normaliser and no tokenizer, so the window can count a 100,000-character text's sentences at once and the
 synthesizer speaks exactly the same units.
 
@@ -39,6 +39,11 @@ _END = re.compile(
     r"|\n[^\S\n]*\n\s*"
 )
 _NORMALISED_CLOSERS = _CLOSERS + "\\"  # wetext writes an ASCII quote as \"
+# English titles and abbreviations a capitalised word or a number usually follows ("Dr. Smith", "Fig. 3"); a "."
+# after them does not end a sentence ("No." and "etc." often do, so they are not here)
+_ABBREVIATIONS = frozenset("Mr Mrs Ms Mx Dr Prof Sr Jr St Mt Rev Hon Gen Col Capt Lt Sgt Gov Sen Rep Pres "
+                           "vs Inc Ltd Co Corp Vol Fig Figs pp cf approx Jan Feb Mar Apr Jun Jul Aug "
+                           "Sep Sept Oct Nov Dec".split())
 _LINE_BREAK = re.compile(r"\n")
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u4dbf"
                    r"\u4e00-\u9fff\uf900-\ufaff]+")
@@ -55,9 +60,22 @@ class ReadingSentence:
     count: int = 1
 
 
+def _after_abbreviation(text: str, dot: int) -> bool:
+    """The '.' at ``dot`` closes a title or abbreviation ("Mr.", "Dr.", "etc.") or an initial ("J. K."), not a
+    sentence."""
+    start = dot
+    while start > 0 and text[start - 1].isalpha() and dot - start < 8:
+        start -= 1
+    word = text[start:dot]
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "."):
+        return False  # "U.S." and "a.m." are judged by what follows them
+    return word in _ABBREVIATIONS or (len(word) == 1 and word.isupper())
+
+
 def _breaks(text: str) -> dict[int, bool]:
     """Where sentences end (offsets just past the mark / line break): True where the end is a line break."""
-    cuts = {m.end(): "\n" in m.group() for m in _END.finditer(text)}
+    cuts = {m.end(): "\n" in m.group() for m in _END.finditer(text)
+            if not (m.group().startswith(".") and _after_abbreviation(text, m.start()))}
     for match in _LINE_BREAK.finditer(text):
         before, after = match.start() - 1, match.end()
         while before >= 0 and text[before].isspace():
