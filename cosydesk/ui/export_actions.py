@@ -27,6 +27,7 @@ from cosydesk.audio.utterance_export import export_file_stem, sentence_file_path
 from cosydesk.settings import Key, Settings
 
 AUDIO, SENTENCES, SUBTITLES = "audio", "sentences", "subtitles"
+KEEP_MOVED_ON_S = 10.0  # a reading left for another sentence is kept in the history from this much audio on
 SUBTITLE_FILTERS = {".srt": "SubRip subtitles (*.srt)", ".vtt": "WebVTT subtitles (*.vtt)"}
 
 
@@ -131,6 +132,13 @@ class WindowExports(QObject):
         self.finished_job: int | None = None
         self._labels: dict[int, tuple[str, str]] = {}  # job -> (voice, model) as they were at Speak
         self.pending: dict[int, list[tuple[str, str]]] = {}  # job id -> [(path, kind)] waiting for its end
+        self._moved_on: set[int] = set()  # jobs left by moving to another sentence of the reading
+
+    def moved_on(self, job_id: int | None) -> None:
+        """The user went to another sentence while ``job_id`` was reading: a short piece of it is not kept in
+        the history (each next / previous / repeat left a fragment there); KEEP_MOVED_ON_S or more still is."""
+        if job_id is not None:
+            self._moved_on.add(job_id)
 
     def spoken(self, job_id: int | None, request, voice: str, model: str) -> None:
         if job_id is None:
@@ -177,7 +185,10 @@ class WindowExports(QObject):
         """From the window's jobFinished handler (replays excluded): keep it in the history, make it the
         current utterance if it is, and write what waited for it."""
         voice, model = self._labels.pop(result.job_id, ("", ""))
-        if len(result.pcm):
+        fragment = (result.job_id in self._moved_on and result.cancelled
+                    and len(result.pcm) < KEEP_MOVED_ON_S * max(1, result.sample_rate))
+        self._moved_on.discard(result.job_id)
+        if len(result.pcm) and not fragment:
             self._keep_in_history(result, voice, model)
         if result.job_id == self.spoken_job:
             self.finished_job = result.job_id

@@ -172,12 +172,19 @@ class ReadingProgress(QObject):
             self.window.text_edit.setExtraSelections([])
             self._show()
 
+    def stop(self) -> None:
+        """Stop: the job being followed ends now (its highlight and progress go)."""
+        if self.job is not None:
+            self.finish(self.job.job_id)
+
     def tick(self) -> None:
         job = self.job
         if job is None or not job.chunks:
             return
         played = self.window.controller.frames_played(job.job_id)
         if played is None:
+            if job.synthesised:  # made to its end and no longer playing (the device went away)
+                self.finish(job.job_id)
             return
         if job.synthesised and not self.window.player.is_playing:
             self.finish(job.job_id)

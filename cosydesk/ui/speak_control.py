@@ -58,6 +58,7 @@ class SpeakControl:
         if not text[offset:].strip():  # past the last sentence: the reading is over
             self.stop()
             return None
+        self.exports.moved_on(self.current_job)  # the reading goes on elsewhere: no fragment in the history
         return self._speak_text(text[offset:], offset, pressed_at)
 
     def _speak_text(self, text: str, offset: int, pressed_at: float) -> int | None:
@@ -87,8 +88,7 @@ class SpeakControl:
     def stop(self) -> None:
         self._pending_request = None
         self.controller.stop()
-        if self.current_job is not None:
-            self.reading.finish(self.current_job)
+        self.reading.stop()  # also when synthesis had ended and its last sentences were still being heard
         self.current_job = None
         if self.state == "speaking":
             self._set_state("ready")

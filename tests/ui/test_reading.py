@@ -70,8 +70,33 @@ def test_long_text_shows_sentence_n_of_n_highlights_it_and_moves_by_sentence(qtb
     menu = [a.text() for a in window.playback_menu.actions()]
     for action in window.reading.actions():
         assert action.text() in menu and action.toolTip() and not action.shortcut().isEmpty()
+    qtbot.waitUntil(lambda: window.reading.job is not None and window.reading.job.current >= 0, timeout=5000)
     window.stop()
     qtbot.waitUntil(lambda: not window.reading.label.isVisible() and not window.text_edit.extraSelections())
+    # moving about left no trail of fragments in the history (one partial take per key press): the first take
+    # (made to its end before the first key press) and the last one are kept
+    wait_idle(qtbot, window)
+    last = TEXT[sentence_span(TEXT, SENTENCES[3])[0]:]
+    qtbot.waitUntil(lambda: any(e.text == last for e in window.history.entries()), timeout=5000)
+    qtbot.wait(200)
+    assert [e.text for e in window.history.entries()] == [last, TEXT]
+    window.shutdown()
+
+
+def test_stop_after_synthesis_ended_clears_the_highlight_and_progress(qtbot, data_dir, fake_model_dir):
+    """Met walking the app: the text was all synthesised and its last sentences were still being heard; Stop
+    silenced them but left "Sentence n of N" and the highlight on screen for good."""
+    made = factory(per_sentence=True, chunks=2, chunk_s=0.3, delay_s=0.005)
+    window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir,
+                         player=Player(sd_module=FakeSoundDevice(speed=1.0)))
+    window.text_edit.setPlainText(TEXT)
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000):
+        window.speak()
+    qtbot.waitUntil(lambda: window.reading.label.text() == "Sentence 2 of 5", timeout=10000)
+    assert window.player.is_playing and window.text_edit.extraSelections()
+    window.stop()
+    qtbot.wait(300)
+    assert not window.reading.label.isVisible() and not window.text_edit.extraSelections()
     window.shutdown()
 
 
