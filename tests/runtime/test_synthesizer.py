@@ -313,4 +313,3 @@ def test_chunk_spans_point_into_the_request_text(tiny_v2_dir):
     assert spans[0][0] == 1  # the bell character was dropped, the span still counts it
     assert spans[-1][1] == len(text) and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
     assert [c.sentence_index for c in chunks] == sorted(c.sentence_index for c in chunks)
-
