@@ -94,11 +94,21 @@ def ask_save_path(parent: QWidget, settings: Settings, text: str, kind: str = AU
     return path
 
 
+def sentences_in(utterance: Utterance) -> int:
+    """The sentences a reader counts in the utterance's cues (a cue holds two where a one-word sentence was
+    spoken with its neighbour); the number of cues where their text is not known."""
+    from cosydesk.frontend.sentences import reading_sentences
+
+    counted = sum(unit.count for cue in utterance.sentences
+                  for unit in reading_sentences(utterance.text[cue.text_start:cue.text_end]))
+    return counted or len(utterance.sentences)
+
+
 def write_export(parent: QWidget, utterance: Utterance, path: str, kind: str) -> str:
     """Write `utterance` as `kind` to `path`; returns what to tell the user. ExportError says what failed."""
     if kind == SUBTITLES:
         written = write_subtitles(path, utterance.text, utterance.sentences, utterance.sample_rate)
-        return parent.tr("Saved subtitles for {n} sentences to {path}").format(n=len(utterance.sentences),
+        return parent.tr("Saved subtitles for {n} sentences to {path}").format(n=sentences_in(utterance),
                                                                                path=written)
     if kind == SENTENCES:
         existing = [p for p in sentence_file_paths(path, len(utterance.sentences)) if p.exists()]

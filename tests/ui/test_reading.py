@@ -248,7 +248,7 @@ def test_tab_moves_focus_out_of_the_editor(qtbot, data_dir):
     window.shutdown()
 
 
-def test_the_real_synthesizer_is_followed_sentence_by_sentence(qtbot, data_dir, tiny_v2, tiny_factory):
+def test_the_real_synthesizer_is_followed_sentence_by_sentence(qtbot, data_dir, tiny_v2, tiny_factory, tmp_path):
     """Progress, highlight and subtitles count the sentences a reader sees, not the model's packed segments (the
     tiny v2 model packed this whole text into one segment: "Sentence 1 of 1" and one subtitle cue)."""
     from cosydesk.audio.subtitles import to_srt
@@ -274,5 +274,8 @@ def test_the_real_synthesizer_is_followed_sentence_by_sentence(qtbot, data_dir, 
     assert [text[r.text_start:r.text_end] for r in result.sentences] == [e[1] for e in expected]
     srt = to_srt(text, result.sentences, result.sample_rate)
     assert srt.count(" --> ") == 4 and "Yes. 你好，世界。" in srt
+    assert window.exports.export(tmp_path / "read.srt", "subtitles")  # the window's own export says so too
+    assert window.error_label.text().startswith("Saved subtitles for 5 sentences")
+    assert (tmp_path / "read.srt").read_text(encoding="utf-8") == srt
     wait_idle(qtbot, window)
     window.shutdown()
