@@ -94,7 +94,8 @@ def cmd_say(args: argparse.Namespace) -> int:
     model_dir = resolve_model_dir(args.model)
     synth = Synthesizer(model_dir, device=args.device, backend=args.backend, precision=args.precision)
     request = Request(text=args.text, speaker=args.speaker, instruct=args.instruct, prompt_wav=args.prompt_wav,
-                      prompt_text=args.prompt_text, speed=args.speed, seed=args.seed, stream=not args.no_stream)
+                      prompt_text=args.prompt_text, speed=args.speed, seed=args.seed, stream=not args.no_stream,
+                      per_sentence=args.by_sentence)
     for notice in synth.notices(request):
         print(f"note: {notice}", file=sys.stderr)
     pieces = []
@@ -136,7 +137,10 @@ def cmd_say(args: argparse.Namespace) -> int:
         from cosydesk.audio.subtitles import write_subtitles
 
         write_subtitles(args.subtitles, request.text, timeline.ranges, synth.sample_rate)
-        print(f"wrote {args.subtitles} ({len(timeline.ranges)} sentences)")
+        count = len(timeline.ranges)
+        unit = "one per sentence" if args.by_sentence else \
+            "one per synthesis segment; --by-sentence gives one per sentence"
+        print(f"wrote {args.subtitles} ({count} cue{'s' if count != 1 else ''}, {unit})")
     rtf = total / seconds if seconds else float("nan")
     print(f"first audio {1000 * (first_audio or total):.0f} ms, total {total:.2f} s, real-time factor {rtf:.3f} "
           f"({synth.version}, {synth.device}, {synth.backend})", file=sys.stderr)
@@ -229,6 +233,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     say.add_argument("--each-sentence", action="store_true",
                      help="with -o FILE: one file per sentence, FILE-01, FILE-02, … instead of one file")
     say.add_argument("--subtitles", metavar="FILE", help="write each sentence's start and end here (.srt or .vtt)")
+    say.add_argument("--by-sentence", action="store_true",
+                     help="synthesise one sentence at a time, as the desktop app reads: one subtitle cue and one "
+                          "--each-sentence file per sentence; without it short sentences are packed into segments "
+                          "of up to ~80 tokens, as the official CosyVoice frontend does")
     say.add_argument("--float-wav", action="store_true", help="write 32-bit float samples instead of 16-bit PCM")
     say.add_argument("--play", action="store_true", help="play through the sound card as chunks arrive")
     say.add_argument("--audio-device", default=None, help="PortAudio output device (index or name)")

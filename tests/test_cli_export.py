@@ -91,6 +91,22 @@ def test_subtitles_and_one_file_per_sentence_add_up_to_the_audio(say, tmp_path):
     assert cues[-1][1] == pytest.approx(total / 24000, abs=0.0011)  # the cues add up to the audio's length
 
 
+def test_by_sentence_gives_one_cue_per_sentence_where_the_default_packs_them(say, tmp_path):
+    """The default keeps the official packing (these four short sentences are one segment, one cue, and the
+    message says so); --by-sentence reads as the app does: a cue per sentence, "Yes." merged into the next."""
+    text = "Hello there, my friend. How are you today? Yes. I am fine, thank you."
+    code, stdout, err = say(text, "--subtitles", str(tmp_path / "packed.srt"))
+    assert code == 0, err
+    assert len(_cue_times((tmp_path / "packed.srt").read_text(encoding="utf-8"), ",")) == 1
+    assert "(1 cue, one per synthesis segment; --by-sentence gives one per sentence)" in stdout
+    code, stdout, err = say(text, "--subtitles", str(tmp_path / "each.vtt"), "--by-sentence")
+    assert code == 0, err
+    vtt = (tmp_path / "each.vtt").read_text(encoding="utf-8")
+    cues = re.findall(r"--> \S+\n(.+)\n", vtt)
+    assert cues == ["Hello there, my friend.", "How are you today?", "Yes. I am fine, thank you."]
+    assert "(3 cues, one per sentence)" in stdout
+
+
 @pytest.mark.parametrize("args, message", [
     (["-o", "x.aiff"], "must end in .wav, .flac, .mp3, .opus, .ogg"),
     (["--subtitles", "x.txt"], "subtitle file x.txt must end in .srt or .vtt"),

@@ -35,11 +35,15 @@ MAX_PIECE_CHARS = 400
 
 @dataclass(frozen=True)
 class Segment:
-    """One synthesis segment: the normalised text, and the span of the original text it came from."""
+    """One synthesis segment: the normalised text, and the span of the original text it came from.
+
+    sentence: the reading sentence it belongs to (frontend.sentences, the app's reading path; several segments of
+    one long sentence share it); None for the official packing, where every segment is its own unit."""
 
     text: str
     start: int
     end: int
+    sentence: int | None = None
 
 
 def raw_pieces(text: str) -> Iterator[tuple[int, int]]:

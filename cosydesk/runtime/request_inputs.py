@@ -109,10 +109,12 @@ class RequestFrontend:
 
         return torch.tensor([self.encode(text)], dtype=torch.int32)
 
-    def segments(self, text: str) -> Iterator[Segment]:
+    def segments(self, text: str, per_sentence: bool = False) -> Iterator[Segment]:
         """The synthesis segments of ``text``, normalised one at a time (a 100,000-character text starts as fast
-        as one sentence), each with its span in ``text``. Empty and unpronounceable texts raise EmptyTextError:
-        the cheap checks at once, "nothing pronounceable after normalisation" when the text turns out so."""
+        as one sentence), each with its span in ``text``; ``per_sentence``: one reading sentence at a time
+        (frontend.sentences) instead of the official packing. Empty and unpronounceable texts raise
+        EmptyTextError: the cheap checks at once, "nothing pronounceable after normalisation" when the text turns
+        out so."""
         from cosydesk.frontend.text import is_only_punctuation
 
         if text is None or not text.strip():
@@ -121,19 +123,21 @@ class RequestFrontend:
         cleaned = "".join(text[i] for i in kept)
         if is_only_punctuation(re.sub(r"\s+", "", cleaned)):
             raise EmptyTextError("the text holds only punctuation, symbols or emoji: there is nothing to pronounce")
-        return self._pronounceable_segments(cleaned, kept)
+        return self._pronounceable_segments(cleaned, kept, per_sentence)
 
-    def _pronounceable_segments(self, cleaned: str, kept: list[int]) -> Iterator[Segment]:
+    def _pronounceable_segments(self, cleaned: str, kept: list[int], per_sentence: bool) -> Iterator[Segment]:
         from cosydesk.frontend.segments import iter_segments
+        from cosydesk.frontend.sentences import iter_sentence_segments
         from cosydesk.frontend.text import is_only_punctuation
 
         found = False
-        for segment in iter_segments(cleaned, self.version, self.encode):
+        split = iter_sentence_segments if per_sentence else iter_segments
+        for segment in split(cleaned, self.version, self.encode):
             if not segment.text.strip() or is_only_punctuation(re.sub(r"\s+", "", segment.text)):
                 continue
             found = True
             # spans into the caller's text, not the cleaned copy (control characters were dropped)
-            yield Segment(segment.text, kept[segment.start], kept[segment.end - 1] + 1)
+            yield dataclasses.replace(segment, start=kept[segment.start], end=kept[segment.end - 1] + 1)
         if not found:
             raise EmptyTextError("the text holds nothing pronounceable after normalisation")
 

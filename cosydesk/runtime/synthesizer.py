@@ -251,9 +251,10 @@ class Synthesizer:
         """Every synthesis segment of ``text`` (normalised); ``segments`` yields them lazily with their spans."""
         return [segment.text for segment in self.segments(text)]
 
-    def segments(self, text: str) -> Iterator[Segment]:
-        """The synthesis segments of ``text`` with their spans (RequestFrontend.segments)."""
-        return self.frontend.segments(text)
+    def segments(self, text: str, per_sentence: bool = False) -> Iterator[Segment]:
+        """The synthesis segments of ``text`` with their spans (RequestFrontend.segments); ``per_sentence``: one
+        reading sentence at a time (Request.per_sentence)."""
+        return self.frontend.segments(text, per_sentence)
 
     def notices(self, request: Request) -> list[str]:
         """Advice about a request that will still be synthesised (shown by the CLI and the app)."""
@@ -300,7 +301,7 @@ class Synthesizer:
             raise SynthesisError("stream() takes a cosydesk.runtime.Request")
         if not (SPEED_RANGE[0] <= request.speed <= SPEED_RANGE[1]):
             raise SynthesisError(f"speed {request.speed} is outside {SPEED_RANGE[0]}-{SPEED_RANGE[1]}")
-        segments = self.segments(request.text)
+        segments = self.segments(request.text, request.per_sentence)
         first = next(segments)  # text errors before voice errors, as before; the rest is normalised as needed
         sentences = _with_last(itertools.chain([first], segments))
         try:  # prompt features run ONNX models that may never return: Stop abandons them (run_abandonable)
@@ -331,7 +332,8 @@ class Synthesizer:
                             pcm = np.concatenate([pcm, pause])
                         timings = {"submit": submit, **result.timings, "ready": time.perf_counter()}
                         yield AudioChunk(pcm=pcm, sample_rate=self.sample_rate, index=index, final=result.final and last_sentence,
-                                         sentence_index=s_index, span=(segment.start, segment.end),
+                                         sentence_index=s_index if segment.sentence is None else segment.sentence,
+                                         span=(segment.start, segment.end),
                                          timings=timings)
                         index += 1
             except Cancelled:

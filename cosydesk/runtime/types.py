@@ -18,6 +18,9 @@ class Request:
     speaker: an SFT speaker id from spk2info.pt, or a saved voice-profile name, or None (model default).
     instruct: an emotion / style instruction (v1-Instruct persona text, v2/v3 instruct2 text), or None.
     prompt_wav / prompt_text: a zero-shot prompt (path to audio and its transcript) instead of a speaker.
+    per_sentence: synthesise one sentence as a reader sees it at a time (frontend.sentences: the desktop app's
+    reading path, so its progress, highlight and subtitles mark real sentences); False packs short sentences into
+    segments of up to ~80 tokens as the official frontend does (CLI and API default).
     """
 
     text: str
@@ -28,6 +31,7 @@ class Request:
     speed: float = 1.0
     seed: int | None = None
     stream: bool = True
+    per_sentence: bool = False
 
 
 @dataclass

@@ -28,6 +28,7 @@ from cosydesk.settings import Key, Settings
 from cosydesk.ui.error_text import translate_message
 
 AUDIO, SENTENCES, SUBTITLES = "audio", "sentences", "subtitles"
+KEEP_MOVED_ON_S = 10.0  # a reading left for another sentence is kept in the history from this much audio on
 SUBTITLE_FILTERS = {".srt": "SubRip subtitles (*.srt)", ".vtt": "WebVTT subtitles (*.vtt)"}
 
 
@@ -94,11 +95,21 @@ def ask_save_path(parent: QWidget, settings: Settings, text: str, kind: str = AU
     return path
 
 
+def sentences_in(utterance: Utterance) -> int:
+    """The sentences a reader counts in the utterance's cues (a cue holds two where a one-word sentence was
+    spoken with its neighbour); the number of cues where their text is not known."""
+    from cosydesk.frontend.sentences import reading_sentences
+
+    counted = sum(unit.count for cue in utterance.sentences
+                  for unit in reading_sentences(utterance.text[cue.text_start:cue.text_end]))
+    return counted or len(utterance.sentences)
+
+
 def write_export(parent: QWidget, utterance: Utterance, path: str, kind: str) -> str:
     """Write `utterance` as `kind` to `path`; returns what to tell the user. ExportError says what failed."""
     if kind == SUBTITLES:
         written = write_subtitles(path, utterance.text, utterance.sentences, utterance.sample_rate)
-        return parent.tr("Saved subtitles for {n} sentences to {path}").format(n=len(utterance.sentences),
+        return parent.tr("Saved subtitles for {n} sentences to {path}").format(n=sentences_in(utterance),
                                                                                path=written)
     if kind == SENTENCES:
         existing = [p for p in sentence_file_paths(path, len(utterance.sentences)) if p.exists()]
@@ -132,6 +143,13 @@ class WindowExports(QObject):
         self.finished_job: int | None = None
         self._labels: dict[int, tuple[str, str]] = {}  # job -> (voice, model) as they were at Speak
         self.pending: dict[int, list[tuple[str, str]]] = {}  # job id -> [(path, kind)] waiting for its end
+        self._moved_on: set[int] = set()  # jobs left by moving to another sentence of the reading
+
+    def moved_on(self, job_id: int | None) -> None:
+        """The user went to another sentence while ``job_id`` was reading: a short piece of it is not kept in
+        the history (each next / previous / repeat left a fragment there); KEEP_MOVED_ON_S or more still is."""
+        if job_id is not None:
+            self._moved_on.add(job_id)
 
     def spoken(self, job_id: int | None, request, voice: str, model: str) -> None:
         if job_id is None:
@@ -178,7 +196,10 @@ class WindowExports(QObject):
         """From the window's jobFinished handler (replays excluded): keep it in the history, make it the
         current utterance if it is, and write what waited for it."""
         voice, model = self._labels.pop(result.job_id, ("", ""))
-        if len(result.pcm):
+        fragment = (result.job_id in self._moved_on and result.cancelled
+                    and len(result.pcm) < KEEP_MOVED_ON_S * max(1, result.sample_rate))
+        self._moved_on.discard(result.job_id)
+        if len(result.pcm) and not fragment:
             self._keep_in_history(result, voice, model)
         if result.job_id == self.spoken_job:
             self.finished_job = result.job_id

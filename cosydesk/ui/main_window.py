@@ -128,7 +128,6 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         worker.jobFailed.connect(self._on_job_failed)
         worker.jobFinished.connect(self._on_job_finished)
         worker.audioError.connect(self._on_audio_error)
-        worker.sentencesCounted.connect(self._on_sentences_counted)
         worker.bufferingChanged.connect(self._on_buffering)
         worker.reloadFailed.connect(self._on_reload_failed)
 

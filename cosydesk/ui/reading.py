@@ -1,10 +1,12 @@
 """Reading long texts aloud: "Sentence n of N" with a progress bar, the sentence being heard highlighted in the
 editor and kept in view, and moving about by sentence (play from the cursor, next, previous, repeat).
 
-What it is for: following the job the window is speaking. The worker reports each chunk's sentence and span
-(AudioChunk.span: offsets into the text the request was given) and where it starts in the utterance's audio;
-the sentence count arrives as it is counted (SentenceCount). The window's 100 ms timer calls ``tick``, which asks
-the player how much has been heard, so the highlight follows the sound, not the synthesis running ahead of it.
+What it is for: following the job the window is speaking. The sentences are the reader's sentences of the
+editor's text (frontend.sentences.reading_sentences, counted at once on this thread); the window asks the
+synthesizer for the same units (Request.per_sentence), so every chunk's span (AudioChunk.span: offsets into the
+text the request was given) falls in one of them. A unit that holds several sentences (too-short ones merged to
+be synthesised well) says so: "Sentences 4–5 of 20". The window's 100 ms timer calls ``tick``, which asks the
+player how much has been heard, so the highlight follows the sound, not the synthesis running ahead of it.
 Moving by sentence starts a new request on the rest of the editor's text (``speak_from``), so it is as quick as a
 fresh Speak.
 
@@ -16,32 +18,52 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QLabel, QProgressBar, QTextEdit
 
-from cosydesk.frontend.segments import raw_pieces
-from cosydesk.ui.worker import ChunkInfo, SentenceCount
+from cosydesk.frontend.sentences import ReadingSentence, reading_sentences
+from cosydesk.ui.worker import ChunkInfo
+
+
+COUNT_DELAY_MS = 150  # after the last edit, the editor's sentences are counted
+
+
+class Sentences:
+    """The reading sentences of one text, with the sentence number each unit starts at."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.units: list[ReadingSentence] = reading_sentences(text)
+        self.starts = [unit.start for unit in self.units]
+        self.numbers: list[int] = []  # sentences before each unit
+        total = 0
+        for unit in self.units:
+            self.numbers.append(total)
+            total += unit.count
+        self.total = total
+
+    def unit_at(self, position: int) -> int | None:
+        """The unit holding ``position`` (the one before it, where it falls between two); None for no units."""
+        if not self.units:
+            return None
+        return max(0, bisect.bisect_right(self.starts, position) - 1)
+
+    def span(self, index: int) -> tuple[int, int]:
+        return self.units[index].start, self.units[index].end
 
 
 @dataclass
 class ReadingJob:
-    """One utterance being read: where its text starts in the editor and what is known about its sentences."""
+    """One utterance being read: where its text starts in the editor and which sentences have been made."""
 
     job_id: int
     document: str  # the editor's text when it started
     offset: int  # where the spoken text starts in ``document``
-    before: list[tuple[int, int]] = field(default_factory=list)  # document spans of sentences before ``offset``
-    spans: list[tuple[int, int]] = field(default_factory=list)  # counted spans of the spoken text (document)
-    counted: bool = False
-    chunks: list[tuple[int, int, tuple[int, int] | None]] = field(default_factory=list)  # start frame, sentence, span
+    first_unit: int | None  # the unit it starts in
+    chunks: list[tuple[int, int | None]] = field(default_factory=list)  # start frame, unit
     current: int = -1  # index into chunks of the one being heard
     synthesised: bool = False  # every chunk has been made; reading ends when the audio has been heard
-
-    def sentence_span(self, chunk: int) -> tuple[int, int] | None:
-        span = self.chunks[chunk][2]
-        return (span[0] + self.offset, span[1] + self.offset) if span else None
-
 
 
 class ReadingProgress(QObject):
@@ -53,8 +75,14 @@ class ReadingProgress(QObject):
         self.job: ReadingJob | None = None
         self.last: ReadingJob | None = None  # the job last read (for previous / repeat after it ended)
         self.buffering = False
-        self.known: set[tuple[int, int]] = set()  # sentence spans of ``known_document`` learnt by any job
-        self.known_document = ""
+        self._sentences: Sentences | None = None  # of the text last read (counted once per text)
+        # counted while the text sits still, before Speak: the worker normalising holds the GIL (wetext), and
+        # counting a 100,000-character text behind it on the key press took 30-70 ms instead of 10
+        self._count_timer = QTimer(self)
+        self._count_timer.setSingleShot(True)
+        self._count_timer.setInterval(COUNT_DELAY_MS)
+        self._count_timer.timeout.connect(lambda: self.sentences(window.text_edit.toPlainText()))
+        window.text_edit.textChanged.connect(self._count_timer.start)
         self.label = QLabel(window)
         self.label.setObjectName("sentenceProgressLabel")
         self.bar = QProgressBar(window)
@@ -101,40 +129,29 @@ class ReadingProgress(QObject):
         self._show()
 
     # -- following a job --------------------------------------------------------------------------------
+    def sentences(self, document: str) -> Sentences:
+        if self._sentences is None or self._sentences.text != document:
+            self._sentences = Sentences(document)
+        return self._sentences
+
     def start(self, job_id: int, document: str, offset: int) -> None:
-        if document != self.known_document:
-            self.known, self.known_document = set(), document
-        before = sorted(s for s in self.known if s[1] <= offset)
         if self.job is not None:
             self.last = self.job
-        self.job = ReadingJob(job_id, document, offset, before)
+        self.job = ReadingJob(job_id, document, offset, self.sentences(document).unit_at(offset))
         self.buffering = False
-        span = self.current_span()
-        if span is not None:
-            self._highlight(span)
+        unit = self.current_unit()
+        if unit is not None:
+            self._highlight(self._sentences.span(unit))
         self._show()
 
     def on_chunk(self, info: ChunkInfo) -> None:
         job = self.job
         if job is None or info.job_id != job.job_id:
             return
-        job.chunks.append((info.start_frame, info.sentence_index, info.span))
-        span = job.sentence_span(len(job.chunks) - 1)
-        if span is not None:
-            self.known.add(span)
+        unit = self.sentences(job.document).unit_at(info.span[0] + job.offset) if info.span else None
+        job.chunks.append((info.start_frame, unit))
         if self.window.controller.frames_played(job.job_id) is None:  # no audio device: follow synthesis
             self._move_to(len(job.chunks) - 1)
-
-    def on_count(self, count: SentenceCount) -> None:
-        job = self.job
-        if job is None or count.job_id != job.job_id:
-            return
-        job.spans = [(a + job.offset, b + job.offset) for a, b in count.spans]
-        self.known.update(job.spans)
-        job.counted = count.complete
-        if job.current < 0 and job.spans and self.window.text_edit.toPlainText() == job.document:
-            self._highlight(job.spans[0])  # the sentence it starts with, until the audio says otherwise
-        self._show()
 
     def on_buffering(self, job_id: int, holding: bool) -> None:
         if self.job is not None and job_id == self.job.job_id:
@@ -155,12 +172,19 @@ class ReadingProgress(QObject):
             self.window.text_edit.setExtraSelections([])
             self._show()
 
+    def stop(self) -> None:
+        """Stop: the job being followed ends now (its highlight and progress go)."""
+        if self.job is not None:
+            self.finish(self.job.job_id)
+
     def tick(self) -> None:
         job = self.job
         if job is None or not job.chunks:
             return
         played = self.window.controller.frames_played(job.job_id)
         if played is None:
+            if job.synthesised:  # made to its end and no longer playing (the device went away)
+                self.finish(job.job_id)
             return
         if job.synthesised and not self.window.player.is_playing:
             self.finish(job.job_id)
@@ -171,25 +195,29 @@ class ReadingProgress(QObject):
             self._move_to(index)
 
     # -- what is shown ------------------------------------------------------------------------------------
-    def current_span(self) -> tuple[int, int] | None:
-        job = self.job or self.last
+    def current_unit(self, job: ReadingJob | None = None) -> int | None:
+        """The unit being heard (before any audio: the one the job starts in)."""
+        job = job or self.job or self.last
         if job is None:
             return None
-        if not (0 <= job.current < len(job.chunks)):  # nothing heard yet: the sentence it starts with, if known
-            return next((s for s in self.all_spans() if s[0] == job.offset), None)
-        return job.sentence_span(job.current)
+        if 0 <= job.current < len(job.chunks):
+            return job.chunks[job.current][1]
+        return job.first_unit
 
-    def sentence_number(self) -> tuple[int, int | None] | None:
-        """(n, N) of the sentence being heard, 1-based; N is None until the text has been counted."""
+    def current_span(self) -> tuple[int, int] | None:
+        job = self.job or self.last
+        unit = self.current_unit(job)
+        return self.sentences(job.document).span(unit) if unit is not None else None
+
+    def sentence_number(self) -> tuple[int, int, int] | None:
+        """(first, last, N) of the sentences being heard, 1-based (first == last but where short ones were merged)."""
         job = self.job
-        span = self.current_span()
-        if job is None or span is None:
+        unit = self.current_unit(job) if job is not None else None
+        if unit is None:
             return None
-        spans = self.all_spans()
-        heard = job.chunks[job.current][1] if 0 <= job.current < len(job.chunks) else 0
-        number = spans.index(span) + 1 if span in spans else len(job.before) + heard + 1
-        total = len(job.before) + len(job.spans) if job.counted else None
-        return number, (max(total, number) if total is not None else None)
+        sentences = self.sentences(job.document)
+        first = sentences.numbers[unit] + 1
+        return first, first + sentences.units[unit].count - 1, sentences.total
 
     def status_text(self) -> str:
         if self.buffering and self.window.player.buffering:
@@ -199,7 +227,7 @@ class ReadingProgress(QObject):
     def _move_to(self, index: int) -> None:
         job = self.job
         job.current = index
-        span = job.sentence_span(index)
+        span = self.current_span()
         editor = self.window.text_edit
         if span is None or editor.toPlainText() != job.document:  # the text was edited: nothing to point at
             editor.setExtraSelections([])
@@ -209,6 +237,8 @@ class ReadingProgress(QObject):
 
     def _highlight(self, span: tuple[int, int]) -> None:
         editor = self.window.text_edit
+        if editor.toPlainText() != self._sentences.text:
+            return
         cursor = QTextCursor(editor.document())
         cursor.setPosition(span[0])
         cursor.setPosition(span[1], QTextCursor.MoveMode.KeepAnchor)
@@ -242,10 +272,12 @@ class ReadingProgress(QObject):
             self.label.setVisible(False)
             self.bar.setVisible(False)
             return
-        number, total = numbers
+        first, last, total = numbers
         tr = self.window.tr
-        self.label.setText(tr("Sentence {n} of {total}").format(n=number, total=total) if total is not None
-                           else tr("Sentence {n} of …").format(n=number))
+        if first == last:
+            self.label.setText(tr("Sentence {n} of {total}").format(n=first, total=total))
+        else:  # short sentences spoken as one
+            self.label.setText(tr("Sentences {n}–{m} of {total}").format(n=first, m=last, total=total))
         span = self.current_span()
         self.bar.setRange(0, max(1, len(job.document)))
         self.bar.setValue(span[1] if span else job.offset)
@@ -256,53 +288,44 @@ class ReadingProgress(QObject):
     def play_from_cursor(self) -> None:
         text = self.window.text_edit.toPlainText()
         position = self.window.text_edit.textCursor().position()
-        self.window.speak_from(sentence_start(text, position, self._known_spans(text)))
+        self.window.speak_from(sentence_start(self.sentences(text), position))
 
     def next_sentence(self) -> None:
-        span, spans = self._where()
-        if span is None:
+        unit, sentences = self._where()
+        if unit is None:
             return self.play_from_cursor()
-        self.window.speak_from(span[1])
+        following = unit + 1
+        self.window.speak_from(sentences.units[following].start if following < len(sentences.units)
+                               else len(sentences.text))  # past the last one: the reading ends
 
     def previous_sentence(self) -> None:
-        span, spans = self._where()
-        if span is None:
+        unit, sentences = self._where()
+        if unit is None:
             return self.play_from_cursor()
-        earlier = [s for s in spans if s[1] <= span[0]]
-        self.window.speak_from(earlier[-1][0] if earlier else 0)
+        self.window.speak_from(sentences.units[max(0, unit - 1)].start)
 
     def repeat_sentence(self) -> None:
-        span, _ = self._where()
-        if span is None:
+        unit, sentences = self._where()
+        if unit is None:
             return self.play_from_cursor()
-        self.window.speak_from(span[0])
+        self.window.speak_from(sentences.units[unit].start)
 
-    def all_spans(self) -> list[tuple[int, int]]:
-        return sorted(self.known)
-
-    def _where(self) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
+    def _where(self) -> tuple[int | None, Sentences]:
+        """The unit being read (or last read) in the editor's text, if that text is the one it was read from."""
         job = self.job or self.last
         text = self.window.text_edit.toPlainText()
+        sentences = self.sentences(text)
         if job is None or job.document != text:
-            return None, []
-        span = self.current_span()
-        if span is None:  # its sentences are not known yet: the raw sentence it starts with
-            span = next(((a, b) for a, b in raw_pieces(text) if a <= job.offset < b), (job.offset, len(text)))
-        return span, self.all_spans()
-
-    def _known_spans(self, text: str) -> list[tuple[int, int]]:
-        return self.all_spans() if text == self.known_document else []
+            return None, sentences
+        return self.current_unit(job), sentences
 
 
-def sentence_start(text: str, position: int, known: list[tuple[int, int]] = ()) -> int:
-    """Where the sentence holding ``position`` starts: a sentence already spoken (its span) if one holds it, else
-    the start of the raw sentence piece around it (frontend.segments.raw_pieces), leading blanks skipped."""
-    for start, end in known:
-        if start <= position < end:
-            return start
-    for start, end in raw_pieces(text):
-        if position < end or end >= len(text):
-            while start < end and text[start].isspace():
-                start += 1
-            return start
-    return 0
+def sentence_start(sentences: Sentences, position: int) -> int:
+    """Where the sentence holding ``position`` starts (the next one's start where it falls in the blanks after a
+    sentence; 0 for a text without sentences)."""
+    unit = sentences.unit_at(position)
+    if unit is None:
+        return 0
+    if position >= sentences.units[unit].end and unit + 1 < len(sentences.units):
+        return sentences.units[unit + 1].start
+    return sentences.units[unit].start

@@ -19,6 +19,12 @@ def icon_path() -> Path:
     return resources_dir() / "icons" / "cosydesk.svg"
 
 
+def voice_profile_icon_path() -> Path:
+    """The microphone that marks a recorded voice profile in the voice list (an emoji needs a font most systems
+    lack)."""
+    return resources_dir() / "icons" / "voice-profile.svg"
+
+
 def style_sheet() -> str:
     path = resources_dir() / "styles" / "cosydesk.qss"
     return path.read_text(encoding="utf-8") if path.is_file() else ""

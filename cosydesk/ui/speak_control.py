@@ -15,7 +15,7 @@ from pathlib import Path
 from cosydesk.runtime.types import Request
 from cosydesk.ui.error_text import translate_message
 from cosydesk.ui.voice_bar import PROFILE
-from cosydesk.ui.worker import ChunkInfo, SentenceCount, UtteranceResult
+from cosydesk.ui.worker import ChunkInfo, UtteranceResult
 
 
 class SpeakControl:
@@ -34,7 +34,9 @@ class SpeakControl:
 
     def build_request(self, text: str) -> Request:
         voice = self.current_voice()
-        kwargs: dict = {"text": text, "instruct": self.current_instruct(), "speed": round(self.speed_spin.value(), 2)}
+        # one sentence at a time, so progress, highlight, moving by sentence and subtitles mark real sentences
+        kwargs: dict = {"text": text, "instruct": self.current_instruct(), "speed": round(self.speed_spin.value(), 2),
+                        "per_sentence": True}
         if voice and voice[0] == PROFILE:
             profile = self.voices.get(voice[1])
             if profile is not None:
@@ -57,6 +59,7 @@ class SpeakControl:
         if not text[offset:].strip():  # past the last sentence: the reading is over
             self.stop()
             return None
+        self.exports.moved_on(self.current_job)  # the reading goes on elsewhere: no fragment in the history
         return self._speak_text(text[offset:], offset, pressed_at)
 
     def _speak_text(self, text: str, offset: int, pressed_at: float) -> int | None:
@@ -73,6 +76,8 @@ class SpeakControl:
             self._pending_request = request
             self._pending_offset = offset
             return None
+        # counted before the worker starts normalising (it holds the GIL in wetext; counting then took 10x longer)
+        self.reading.sentences(self.text_edit.toPlainText())
         self.current_job = self.heard_job = self.controller.speak(request, pressed_at)
         voice = self.current_voice()
         self.exports.spoken(self.current_job, request, voice[1] if voice else "",
@@ -84,8 +89,7 @@ class SpeakControl:
     def stop(self) -> None:
         self._pending_request = None
         self.controller.stop()
-        if self.current_job is not None:
-            self.reading.finish(self.current_job)
+        self.reading.stop()  # also when synthesis had ended and its last sentences were still being heard
         self.current_job = None
         if self.state == "speaking":
             self._set_state("ready")
@@ -117,9 +121,6 @@ class SpeakControl:
     def _on_chunk(self, info: ChunkInfo) -> None:
         if info.job_id == self.current_job:
             self.reading.on_chunk(info)
-
-    def _on_sentences_counted(self, count: SentenceCount) -> None:
-        self.reading.on_count(count)
 
     def _on_buffering(self, job_id: int, holding: bool) -> None:
         self.reading.on_buffering(job_id, holding)

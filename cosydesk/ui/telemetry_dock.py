@@ -25,6 +25,7 @@ from cosydesk.audio.player import Player
 from cosydesk.telemetry.recorder import LatencyRecorder
 from cosydesk.telemetry.sampler import TelemetrySampler
 from cosydesk.telemetry.underruns import UnderrunsPerUtterance
+from cosydesk.ui import theme
 
 HISTORY_S = 60.0
 MAX_UTTERANCES = 30
@@ -62,6 +63,7 @@ class TelemetryDock(QDockWidget):
         self._labels: dict[tuple[object, str], str] = {}
         self._titles: dict[object, str] = {}
         self._foreground = QColor("#333333")  # apply_palette() sets it from the palette
+        self.plot_colours = ("", "")  # (background, foreground) the plots are drawn in
         self._summary_stale = True
 
         pg.setConfigOptions(antialias=False)
@@ -122,15 +124,21 @@ class TelemetryDock(QDockWidget):
             text.setZValue(10)
             plot.addItem(text, ignoreBounds=True)
             self.no_data[plot] = text
+            # kept in the middle when the axes move (it was placed once, by the range before the first layout,
+            # and stood half outside the time plots)
+            plot.sigRangeChanged.connect(lambda *_args, shown=plot: self._centre_no_data(shown))
         for plot in (self.latency_plot, self.underrun_plot):
             plot.setXRange(0.5, 10.5, padding=0)
         self.underrun_plot.setYRange(0, 5, padding=0)
         self.latency_plot.setYRange(0, 500, padding=0)
         self.underrun_plot.setMaximumHeight(110)
+        for plot in self.plots:
+            self._centre_no_data(plot)
         for curve in (self.memory_curve, self.util_curve, self.temp_curve, self.power_curve):
             curve.setClipToView(True)
         self.retranslate()
         self.apply_palette()
+        theme.theme_signals().changed.connect(self._on_theme)
 
         self.timer = QTimer(self)
         self.timer.setInterval(refresh_ms or IDLE_REFRESH_MS)
@@ -203,11 +211,19 @@ class TelemetryDock(QDockWidget):
         self.note.setVisible(bool(note))
         self._summary_stale = True  # its words changed
 
-    def apply_palette(self) -> None:
-        """Plot background, axes, titles and labels in the widget palette's colours (light or dark theme)."""
+    def _on_theme(self, chosen) -> None:
+        """The theme changed (theme.apply_theme): its colours now, and the plots repainted now."""
+        self.apply_palette(QColor(chosen.base), QColor(chosen.text))
+        if self.graphs.isVisible():
+            self.graphs.viewport().repaint()
+
+    def apply_palette(self, background: QColor | None = None, foreground: QColor | None = None) -> None:
+        """Plot background, axes, titles, labels and legends in the palette's colours (or those given)."""
         palette = self.palette()
-        background = palette.color(QPalette.ColorRole.Base)
-        foreground = palette.color(QPalette.ColorRole.Text)
+        background = background or palette.color(QPalette.ColorRole.Base)
+        foreground = foreground or palette.color(QPalette.ColorRole.Text)
+        if self.plot_colours == (background.name(), foreground.name()):
+            return  # the theme signal and the palette events both report one change
         self._foreground = QColor(foreground)
         self.graphs.setBackground(background)
         for plot in self.plots:
@@ -221,7 +237,9 @@ class TelemetryDock(QDockWidget):
         for (plot, side), text in self._labels.items():
             plot.setLabel(side, text, color=foreground.name())
         for legend in self.legends:
-            legend.setLabelTextColor(foreground)
+            legend.setLabelTextColor(foreground)  # for labels added later; it does not redraw existing ones
+            for _sample, label in legend.items:
+                label.setText(label.text, color=foreground)
         self.plot_colours = (background.name(), foreground.name())
 
     # -- refresh --------------------------------------------------------------------------------------------
@@ -241,13 +259,17 @@ class TelemetryDock(QDockWidget):
                 self.timer.setInterval(interval)
         self.sampler.set_interval(ACTIVE_SAMPLE_S if active else IDLE_SAMPLE_S)
 
-    def _show_no_data(self, plot, empty: bool) -> None:
-        text = self.no_data[plot]
-        if empty:
+    def _centre_no_data(self, plot) -> None:
+        text = self.no_data.get(plot)
+        if text is not None and text.isVisible():
             (x0, x1), (y0, y1) = plot.viewRange()
             text.setPos((x0 + x1) / 2, (y0 + y1) / 2)
+
+    def _show_no_data(self, plot, empty: bool) -> None:
+        text = self.no_data[plot]
         if text.isVisible() != empty:
             text.setVisible(empty)
+        self._centre_no_data(plot)
 
     def refresh(self) -> None:
         """Pull the latest snapshots and update the plot items whose data changed."""

@@ -2,8 +2,9 @@
 
 What it is for: Preferences → Theme (system / light / dark), applied live. ``apply_theme`` sets a Fusion
 palette on the QApplication and adds the theme's colours for messages (errors, confirmations, notes) to the
-style sheet; widgets get Qt's palette-change events, and the telemetry dock re-colours its pyqtgraph plots
-from the palette then (its background is the palette's Base, axes and text the palette's Text).
+style sheet; widgets get Qt's palette-change events, and ``theme_signals().changed`` is emitted with the
+theme before apply_theme returns, so the telemetry dock re-colours and repaints its pyqtgraph plots at once
+(background the theme's Base, axes and text its Text) instead of on its next refresh.
 "system" follows the desktop's colour scheme (QStyleHints.colorScheme) and switches with it.
 
 What it must not do: know about particular windows (they style themselves by object name and properties).
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -46,6 +47,21 @@ DARK = Theme("dark", window="#2b2d30", base="#1e1f22", alternate_base="#26282b",
              error="#f28b82", ok="#81c995", note="#a8abb0")
 THEMES = {"light": LIGHT, "dark": DARK}
 _current: Theme = LIGHT
+
+
+class ThemeSignals(QObject):
+    changed = Signal(object)  # the Theme now in use, emitted synchronously by apply_theme
+
+
+_signals: ThemeSignals | None = None
+
+
+def theme_signals() -> ThemeSignals:
+    """The app-wide notifier of theme changes (made on first use, after the QApplication exists)."""
+    global _signals
+    if _signals is None:
+        _signals = ThemeSignals()
+    return _signals
 
 
 def system_prefers_dark() -> bool:
@@ -96,6 +112,7 @@ def apply_theme(choice: str, app: QApplication | None = None) -> Theme:
     _current = theme
     app.setPalette(palette_for(theme))
     app.setStyleSheet(style_sheet() + message_style(theme))
+    theme_signals().changed.emit(theme)
     return theme
 
 

@@ -8,11 +8,21 @@ What it must not do: synthesise; the chosen voice only goes into a Request (spea
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QIcon
+
 from cosydesk.settings import Key
 from cosydesk.ui import i18n
+from cosydesk.ui.resources import voice_profile_icon_path
 from cosydesk.ui.voice_dialog import VoiceProfileDialog
 
 SPEAKER, PROFILE = "speaker", "profile"
+LEGACY_PROFILE_MARK = "🎙 "  # how profiles were marked (in the combo's text) before the icon; older settings hold it
+
+
+def profile_icon() -> QIcon:
+    """The bundled microphone icon for voice profiles (an SVG, drawn the same on every system)."""
+    return QIcon(str(voice_profile_icon_path()))
 
 
 def voice_key(kind: str, name: str) -> str:
@@ -25,6 +35,8 @@ class VoiceBar:
 
     def refresh_voices(self) -> None:
         wanted = self.speaker_combo.currentText() or self.settings.get(Key.SPEAKER)
+        if wanted and wanted.startswith(LEGACY_PROFILE_MARK):
+            wanted = wanted[len(LEGACY_PROFILE_MARK):]
         self.speaker_combo.blockSignals(True)
         self.speaker_combo.clear()
         speakers = self.model.speakers if self.model else []
@@ -35,8 +47,10 @@ class VoiceBar:
             profiles = self.voices.list()
             if profiles and speakers:
                 self.speaker_combo.insertSeparator(self.speaker_combo.count())
+            icon, tip = profile_icon(), self.tr("Voice profile recorded on this computer")
             for profile in profiles:
-                self.speaker_combo.addItem("🎙 " + profile.name, voice_key(PROFILE, profile.name))
+                self.speaker_combo.addItem(icon, profile.name, voice_key(PROFILE, profile.name))
+                self.speaker_combo.setItemData(self.speaker_combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         index = max(0, self.speaker_combo.findText(wanted)) if wanted else 0
         if self.speaker_combo.count():
             self.speaker_combo.setCurrentIndex(index)

@@ -36,7 +36,6 @@ WARMUP_TEXT = "Hello."
 # each sentence is then buffered whole before it is played, so pauses fall between sentences, never inside one.
 KEEP_UP_RTF = 0.95
 RTF_SMOOTHING = 0.3  # weight of the newest chunk in the running estimate
-COUNT_BUDGET_S = 0.02  # time per chunk spent counting the request's sentences (on this thread, between chunks)
 
 
 @dataclass
@@ -65,15 +64,6 @@ class ChunkInfo:
     sentence_index: int = 0
     span: tuple[int, int] | None = None  # of the request's text (AudioChunk.span)
     start_frame: int = 0  # where the chunk starts in the utterance's audio (samples)
-
-
-@dataclass
-class SentenceCount:
-    """How many sentences the request's text has (counted while it is spoken) and their spans."""
-
-    job_id: int
-    spans: list[tuple[int, int]]
-    complete: bool
 
 
 @dataclass
@@ -138,7 +128,6 @@ class SynthWorker(QObject):
     jobFailed = Signal(int, str)
     jobFinished = Signal(object)  # UtteranceResult
     audioError = Signal(str)
-    sentencesCounted = Signal(object)  # SentenceCount
     bufferingChanged = Signal(int, bool)  # job id, holding a sentence back while the player is silent
     reloadFailed = Signal(str)  # a model could not be (re)loaded; the one loaded before stays in use
 
@@ -246,7 +235,6 @@ class SynthWorker(QObject):
         frames = 0
         first_audio_ms = None
         error = None
-        counter = _SentenceCounter(synth, request.text, job_id)
         try:
             for chunk in synth.stream(request, cancel):
                 now = time.perf_counter()
@@ -277,11 +265,9 @@ class SynthWorker(QObject):
                 buffering = self._set_buffering(job_id, bool(held), buffering)
                 if cancel.is_set():  # stopped while writing: do not compute another chunk of it
                     break
-                counter.advance(self.sentencesCounted.emit)
                 last = time.perf_counter()
             if held and not cancel.is_set():
                 token = self._play(np.concatenate(held), token, cancel)
-            counter.finish(self.sentencesCounted.emit, cancel)
         except Exception as exc:  # noqa: BLE001 - bad input, runtime faults: one message, app stays usable
             error = sentence_case(_describe(exc))  # shown as the message line: a sentence
         finally:
@@ -351,43 +337,6 @@ class SynthWorker(QObject):
         except AudioDeviceError as error:
             self.audioError.emit(str(error))
             return None
-
-
-class _SentenceCounter:
-    """Counts the request's sentences (Synthesizer.segments: the spans stream() will speak) a little after each
-    chunk, on the worker thread, so the UI can say "sentence n of N" without normalising the whole text first."""
-
-    def __init__(self, synth, text: str, job_id: int) -> None:
-        self.job_id = job_id
-        self.spans: list[tuple[int, int]] = []
-        self.done = False
-        try:
-            self._segments = iter(synth.segments(text)) if hasattr(synth, "segments") else None
-        except Exception:  # noqa: BLE001 - stream() reports bad text itself
-            self._segments = None
-        if self._segments is None:
-            self.done = True
-
-    def advance(self, emit, budget_s: float = COUNT_BUDGET_S) -> None:
-        if self.done:
-            return
-        deadline = time.perf_counter() + budget_s
-        before = len(self.spans)
-        try:
-            while time.perf_counter() < deadline:
-                segment = next(self._segments, None)
-                if segment is None:
-                    self.done = True
-                    break
-                self.spans.append((segment.start, segment.end))
-        except Exception:  # noqa: BLE001 - counting is a nicety; the stream reports real text errors
-            self.done = True
-        if len(self.spans) != before or self.done:
-            emit(SentenceCount(self.job_id, list(self.spans), self.done))
-
-    def finish(self, emit, cancel: threading.Event) -> None:
-        while not self.done and not cancel.is_set():
-            self.advance(emit, 0.2)
 
 
 class SynthController(QObject):

@@ -302,8 +302,8 @@
         <translation>第 {n} 句，共 {total} 句</translation>
     </message>
     <message>
-        <source>Sentence {n} of …</source>
-        <translation>第 {n} 句，共 … 句</translation>
+        <source>Sentences {n}–{m} of {total}</source>
+        <translation>第 {n}–{m} 句，共 {total} 句</translation>
     </message>
 <message>
         <source>Export audio</source>
@@ -1015,6 +1015,10 @@
 </context>
 <context>
     <name>VoiceBar</name>
+    <message>
+        <source>Voice profile recorded on this computer</source>
+        <translation>在本机录制的声音</translation>
+    </message>
     <message>
         <source>Create a voice profile</source>
         <translation>请新建一个声音</translation>

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -229,6 +230,25 @@ def test_long_mixed_text_streams_sentence_by_sentence(synth_v2):
     # audio of a sentence equals what the same sentence alone would give (same seed, same schedule).
     total = sum(c.pcm.size for c in chunks)
     assert total == np.concatenate([c.pcm for c in chunks]).size
+
+
+def test_per_sentence_requests_speak_one_reading_sentence_at_a_time(synth_v2):
+    """The app's reading path (Request.per_sentence): every chunk belongs to one sentence as a reader sees it,
+    with that sentence's span; the default request keeps the official packing (here: one segment)."""
+    from cosydesk.frontend.sentences import reading_sentences
+
+    text = "Hello there, my friend. How are you today? 你好，世界。今天天气很好！"
+    packed = list(synth_v2.stream(Request(text, speaker="中文女", seed=3)))
+    assert {(c.sentence_index, c.span) for c in packed} == {(0, (0, len(text)))}
+    chunks = list(synth_v2.stream(Request(text, speaker="中文女", seed=3, per_sentence=True)))
+    units = [(unit.start, unit.end) for unit in reading_sentences(text)]
+    assert len(units) == 4
+    assert sorted({(c.sentence_index, c.span) for c in chunks}) == list(enumerate(units))
+    assert [c.index for c in chunks] == list(range(len(chunks))) and sum(c.final for c in chunks) == 1
+    # one sentence: the same audio as the CLI/API path (same segment, same seed)
+    one = Request("你好，世界。", speaker="中文女", seed=3)
+    np.testing.assert_array_equal(synth_v2.synthesize(one),
+                                  synth_v2.synthesize(dataclasses.replace(one, per_sentence=True)))
 
 
 def test_v3_japanese_notice_and_endofprompt(tiny_v3_dir):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cosydesk.frontend.segments import Segment, raw_pieces
+from cosydesk.frontend.segments import Segment
+from cosydesk.frontend.sentences import reading_sentences
 from cosydesk.runtime.types import AudioChunk, Request
 
 
@@ -21,7 +22,7 @@ class FakeSynthesizer:
     def __init__(self, model_dir, progress=None, device="auto", backend="auto", precision="auto",
                  chunk_s: float = 0.2, chunks: int = 4, delay_s: float = 0.02, fail_load: str | None = None,
                  per_sentence: bool = False, delay_of=None, missing_devices: tuple[str, ...] = ()):
-        """per_sentence: ``chunks`` chunks for every sentence (segments(): the text cut at sentence marks), each
+        """per_sentence: ``chunks`` chunks for every sentence (segments(): the reader's sentences), each
         with its sentence_index and span, as the Synthesizer streams a long text. delay_of(request) -> seconds per
         chunk overrides delay_s; the wait ends early on cancel, as the runtime stops between decode steps.
         missing_devices: devices whose load fails as on a machine without them."""
@@ -51,12 +52,9 @@ class FakeSynthesizer:
         t = np.arange(samples) + index * samples
         return (0.3 * np.sin(2 * np.pi * (220 + 40 * seed) * t / 24000) + 0.01).astype(np.float32)
 
-    def segments(self, text: str):
-        for start, end in raw_pieces(text):
-            while start < end and text[start].isspace():
-                start += 1
-            if start < end:
-                yield Segment(text[start:end], start, end)
+    def segments(self, text: str, per_sentence: bool = True):
+        for number, unit in enumerate(reading_sentences(text)):
+            yield Segment(text[unit.start:unit.end], unit.start, unit.end, sentence=number)
 
     def stream(self, request: Request, cancel: threading.Event | None = None):
         if not request.text.strip():

@@ -70,8 +70,33 @@ def test_long_text_shows_sentence_n_of_n_highlights_it_and_moves_by_sentence(qtb
     menu = [a.text() for a in window.playback_menu.actions()]
     for action in window.reading.actions():
         assert action.text() in menu and action.toolTip() and not action.shortcut().isEmpty()
+    qtbot.waitUntil(lambda: window.reading.job is not None and window.reading.job.current >= 0, timeout=5000)
     window.stop()
     qtbot.waitUntil(lambda: not window.reading.label.isVisible() and not window.text_edit.extraSelections())
+    # moving about left no trail of fragments in the history (one partial take per key press): the first take
+    # (made to its end before the first key press) and the last one are kept
+    wait_idle(qtbot, window)
+    last = TEXT[sentence_span(TEXT, SENTENCES[3])[0]:]
+    qtbot.waitUntil(lambda: any(e.text == last for e in window.history.entries()), timeout=5000)
+    qtbot.wait(200)
+    assert [e.text for e in window.history.entries()] == [last, TEXT]
+    window.shutdown()
+
+
+def test_stop_after_synthesis_ended_clears_the_highlight_and_progress(qtbot, data_dir, fake_model_dir):
+    """Met walking the app: the text was all synthesised and its last sentences were still being heard; Stop
+    silenced them but left "Sentence n of N" and the highlight on screen for good."""
+    made = factory(per_sentence=True, chunks=2, chunk_s=0.3, delay_s=0.005)
+    window = make_window(qtbot, data_dir, made, model_dir=fake_model_dir,
+                         player=Player(sd_module=FakeSoundDevice(speed=1.0)))
+    window.text_edit.setPlainText(TEXT)
+    with qtbot.waitSignal(window.controller.worker.jobFinished, timeout=10000):
+        window.speak()
+    qtbot.waitUntil(lambda: window.reading.label.text() == "Sentence 2 of 5", timeout=10000)
+    assert window.player.is_playing and window.text_edit.extraSelections()
+    window.stop()
+    qtbot.wait(300)
+    assert not window.reading.label.isVisible() and not window.text_edit.extraSelections()
     window.shutdown()
 
 
@@ -220,4 +245,37 @@ def test_tab_moves_focus_out_of_the_editor(qtbot, data_dir):
     qtbot.keyClick(window.text_edit, Qt.Key.Key_Tab)
     assert "\t" not in window.text_edit.toPlainText()
     assert window.text_edit.tabChangesFocus()
+    window.shutdown()
+
+
+def test_the_real_synthesizer_is_followed_sentence_by_sentence(qtbot, data_dir, tiny_v2, tiny_factory, tmp_path):
+    """Progress, highlight and subtitles count the sentences a reader sees, not the model's packed segments (the
+    tiny v2 model packed this whole text into one segment: "Sentence 1 of 1" and one subtitle cue)."""
+    from cosydesk.audio.subtitles import to_srt
+
+    text = "Hello there, my friend. How are you today? Yes. 你好，世界。今天天气很好！"
+    expected = [("Sentence 1 of 5", "Hello there, my friend."), ("Sentence 2 of 5", "How are you today?"),
+                ("Sentences 3–4 of 5", "Yes. 你好，世界。"), ("Sentence 5 of 5", "今天天气很好！")]
+    window = make_window(qtbot, data_dir, tiny_factory, model_dir=tiny_v2,
+                         player=Player(sd_module=FakeSoundDevice(speed=1.0)))
+    window.text_edit.setPlainText(text)
+    seen = []
+    finished = []
+    window.controller.worker.jobFinished.connect(finished.append)
+    window.speak()
+    deadline = time.monotonic() + 30
+    while not (finished and not window.player.is_playing) and time.monotonic() < deadline:
+        shown = (window.reading.label.text(), highlighted(window))
+        if window.reading.label.isVisible() and (not seen or seen[-1] != shown):
+            seen.append(shown)
+        qtbot.wait(5)
+    assert seen == expected
+    result = finished[0]
+    assert [text[r.text_start:r.text_end] for r in result.sentences] == [e[1] for e in expected]
+    srt = to_srt(text, result.sentences, result.sample_rate)
+    assert srt.count(" --> ") == 4 and "Yes. 你好，世界。" in srt
+    assert window.exports.export(tmp_path / "read.srt", "subtitles")  # the window's own export says so too
+    assert window.error_label.text().startswith("Saved subtitles for 5 sentences")
+    assert (tmp_path / "read.srt").read_text(encoding="utf-8") == srt
+    wait_idle(qtbot, window)
     window.shutdown()

@@ -46,6 +46,10 @@ def test_empty_plots_say_no_data_yet_until_data_arrives(qtbot):
     dock.refresh()
     assert all(text.isVisible() and text.toPlainText() == "No data yet" for text in dock.no_data.values())
     assert "No utterance yet" in dock.summary.text()
+    # in the middle of each plot (a time plot's stood at 0 s, its right edge, half outside), also when axes move
+    assert dock.no_data[dock.memory_plot].pos().x() == -30
+    dock.latency_plot.setXRange(0.5, 20.5, padding=0)
+    assert dock.no_data[dock.latency_plot].pos().x() == 10.5
     sampler.sample_once()
     _utterance(recorder, [0.1])
     dock.refresh()
@@ -128,3 +132,56 @@ def test_plot_colours_follow_the_palette(qtbot):
     assert dock.graphs.backgroundBrush().color().name() == "#202124"
     assert dock.latency_plot.getAxis("left").textPen().color().name() == "#e8eaed"
     sampler.stop()
+
+
+def _legend_colours(dock) -> set[str]:
+    """The colours the legends' labels are drawn in (their rendered text, not the option they were given)."""
+    import re
+
+    found = set()
+    for legend in dock.legends:
+        for _sample, label in legend.items:
+            found.update(c.lower() for c in re.findall(r"color:\s*(#[0-9a-fA-F]{6})", label.item.toHtml()))
+    return found
+
+
+def test_theme_change_recolours_every_part_of_the_plots_at_once(qtbot):
+    """A theme switch re-colours the plots synchronously on the theme signal, before any event is processed: the
+    background, axes, titles, "No data yet" and the legends' labels (which kept the old colour: pyqtgraph's
+    setLabelTextColor only records it), and the view is repainted then, not on the next refresh."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from cosydesk.ui import theme
+
+    dock, sampler, _ = _dock(qtbot)
+    dock.show()
+    qtbot.waitExposed(dock)
+    assert dock.legends and _legend_colours(dock)
+    painted = []
+
+    class PaintSpy(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 - Qt override
+            if event.type() == QEvent.Type.Paint:
+                painted.append(obj)
+            return False
+
+    spy = PaintSpy()
+    dock.graphs.viewport().installEventFilter(spy)
+    dock.graphs.viewport().update()
+    qtbot.waitUntil(lambda: bool(painted))  # its first paint is done: from now on a repaint paints at once
+    seen = []
+    theme.theme_signals().changed.connect(lambda t: seen.append((t.name, dock.plot_colours)))
+    try:
+        for chosen in (theme.DARK, theme.LIGHT):
+            painted.clear()
+            theme.apply_theme(chosen.name)  # no event processed between this and the checks below
+            assert seen[-1] == (chosen.name, (chosen.base, chosen.text))
+            assert dock.graphs.backgroundBrush().color().name() == chosen.base
+            for plot in dock.plots:
+                assert plot.getAxis("left").textPen().color().name() == chosen.text
+                assert dock.no_data[plot].color.name() == chosen.text
+            assert _legend_colours(dock) == {chosen.text}
+            assert painted, "the plots were not repainted at once"
+    finally:
+        theme.apply_theme("light")
+        sampler.stop()

@@ -66,3 +66,29 @@ def test_preview_plays_the_recording_through_the_window_player(qtbot, data_dir, 
     assert window.speaker_combo.findData(voice_key(PROFILE, "Caroline")) >= 0
     assert window.speaker_combo.findData(voice_key(PROFILE, "Carol")) < 0
     window.shutdown()
+
+
+def test_voice_profiles_are_marked_with_an_icon_that_draws_without_an_emoji_font(qtbot, data_dir, fake_model_dir):
+    """The 🎙 prefix drew as a box where no emoji font is installed: a bundled SVG microphone marks profiles
+    instead, the item's text is the plain name, and a choice saved with the old prefix is still found."""
+    from cosydesk.settings import Key
+
+    window = make_window(qtbot, data_dir, factory(), model_dir=fake_model_dir)
+    window.voices.add("Bob", _speech(4), 24000, "hello from bob")
+    window.refresh_voices()
+    combo = window.speaker_combo
+    index = combo.findData(voice_key(PROFILE, "Bob"))
+    assert index >= 0 and combo.itemText(index) == "Bob"
+    icon = combo.itemIcon(index)
+    assert not icon.isNull()
+    image = icon.pixmap(16, 16).toImage()
+    opaque = sum(image.pixelColor(x, y).alpha() > 128 for x in range(image.width()) for y in range(image.height()))
+    assert opaque > 20  # the SVG was drawn (Qt's SVG plugin is there), not an empty placeholder
+    assert "recorded" in combo.itemData(index, 3)  # Qt.ToolTipRole
+    speakers = [combo.itemText(i) for i in range(combo.count()) if combo.itemIcon(i).isNull() and combo.itemText(i)]
+    assert speakers == ["中文女", "英文男"]  # built-in speakers carry no mark
+    window.settings.set(Key.SPEAKER, "🎙 Bob")  # saved before the icon
+    combo.setCurrentIndex(-1)
+    window.refresh_voices()
+    assert window.current_voice() == (PROFILE, "Bob")
+    window.shutdown()
