@@ -10,8 +10,9 @@ v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``)
 form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
 bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket (``COSYDESK_V1_HIFT_GRAPHS=0`` keeps it
 eager) and the flow encoder per token bucket (``GraphedFullAttentionEncoder``; ``COSYDESK_V1_ENCODER_GRAPHS=0``
-keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v3's causal HiFT stream
-runs eager.
+keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v3: the causal HiFT
+stream's windows replay padded graphs per frame bucket (``causal_hift.py``; ``COSYDESK_V3_HIFT_GRAPHS=0`` keeps
+them eager).
 """
 
 from __future__ import annotations
@@ -137,6 +138,10 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     if model.version == "v2":
         final = final_hift_shapes() if final_hift_graphs_wanted() else ()
         hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress, padded_shapes=final)
+    elif model.version == "v3" and active_options().v3_hift_graphs:
+        from cosydesk.runtime.cudagraph.causal_hift import GraphedCausalHift
+
+        hift = GraphedCausalHift(model.hift, pool=flow_pool, progress=progress)
     elif model.version == "v1" and v1_hift_graphs_wanted():
         hift = GraphedHift(model.hift, [], pool=flow_pool, progress=progress, padded_shapes=v1_hift_shapes())
     torch.cuda.synchronize()
