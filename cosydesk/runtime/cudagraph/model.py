@@ -111,6 +111,10 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         tokens, long_tokens = max_frames // flow.encoder.up_stride, long_frames // flow.encoder.up_stride
         flow.encoder = GraphedEncoder(flow.encoder, tiered_buckets(tokens, ENCODER_BUCKET_STEP, long_tokens,
                                                                    ENCODER_LONG_BUCKET_STEP))
+        # past the fine buckets, attention in query blocks: the long buckets' scores no longer set the pool's size
+        from cosydesk.runtime.cudagraph.blocked_attention import use_query_blocks
+
+        use_query_blocks(flow.encoder.encoder, threshold=max_frames)
         flow.encoder.capture(pool=flow_pool, progress=progress)
     elif encoder_kind == "ConformerEncoder" and v1_encoder_graphs_wanted(flow.encoder):
         # prompt + new tokens of the longest flow call (frames per token: sample rate / hop / token rate)
