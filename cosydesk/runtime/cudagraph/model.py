@@ -134,6 +134,9 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
+    from cosydesk.runtime.cudagraph.dit_prepared import use_prepared_dit
+
+    use_prepared_dit(sampler)  # v3: time embedding and attention mask outside the step, one graph per bucket
     modes = (False,) if model.version == "v1" else (False, True)
     graphed = GraphedSampler(sampler, buckets, modes)
     graphed.capture(pool=flow_pool, progress=progress)
@@ -149,4 +152,6 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     elif model.version == "v1" and v1_hift_graphs_wanted():
         hift = GraphedHift(model.hift, [], pool=flow_pool, progress=progress, padded_shapes=v1_hift_shapes())
     torch.cuda.synchronize()
+    # what loading freed outside the graph pools (the text table moved to the host: 272 MB) back to the driver
+    torch.cuda.empty_cache()
     return dataclasses.replace(model, llm=llm, flow=flow, hift=hift)
