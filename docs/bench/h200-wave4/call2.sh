@@ -7,8 +7,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 COSYDESK_COMMIT=${COSYDESK_COMMIT:-head}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/machine.txt
 b() { name=$1; shift; timeout ${T:-150} python3 -m cosydesk bench --out $OUT/bench --name $name --backends cudagraph,eager-fp32 "$@" > $OUT/$name.log 2>&1; echo "$name rc=$?"; tail -4 $OUT/$name.log | cut -c1-400; }
-T=135 b h200-v3 --random v3 --warmup 3 --fidelity 3 --eager-limit 2 --limit 150
-T=120 b h200-v2 --random v2 --warmup 3 --fidelity 3 --eager-limit 2 --limit 150
-T=105 b h200-v3-long --random v3 --corpus long --warmup 2 --fidelity 2 --eager-limit 1 --limit 40
-T=105 b h200-v2-long --random v2 --corpus long --warmup 2 --fidelity 2 --eager-limit 1 --limit 40
+T=120 b h200-v3 --random v3 --warmup 3 --fidelity 3 --eager-limit 2 --limit 120
+T=110 b h200-v2 --random v2 --warmup 3 --fidelity 3 --eager-limit 2 --limit 120
+T=95 b h200-v3-long --random v3 --corpus long --warmup 2 --fidelity 2 --eager-limit 1 --limit 30
+T=95 b h200-v2-long --random v2 --corpus long --warmup 2 --fidelity 2 --eager-limit 1 --limit 30
 ls $OUT/bench
