@@ -86,7 +86,7 @@ def test_without_the_final_masks_the_padding_changes_the_last_samples_cpu():
     assert float((plain[:, -480:] - ref[:, -480:]).abs().max()) > 1e-3
 
 
-@pytest.mark.parametrize("sizes,total", [([60, 50, 50], 230), ([13, 1, 40, 9, 3], 100), ([60, 100], 300)])
+@pytest.mark.parametrize("sizes,total", [([60, 50], 150), ([13, 1, 40, 9, 3], 90), ([60, 100], 300)])
 def test_the_stream_on_window_graphs_gives_the_eager_stream_cpu(sizes, total):
     """Whole streams (chunks too short to release a sample, windows past the largest bucket): the same audio, and
     only windows past every bucket run eager."""
