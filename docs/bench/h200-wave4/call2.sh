@@ -12,3 +12,5 @@ T=110 b h200-v2 --random v2 --warmup 3 --fidelity 3 --eager-limit 2 --limit 120
 T=95 b h200-v3-long --random v3 --corpus long --warmup 2 --fidelity 2 --eager-limit 1 --limit 30
 T=95 b h200-v2-long --random v2 --corpus long --warmup 2 --fidelity 2 --eager-limit 1 --limit 30
 ls $OUT/bench
+# added after the run: the device tool brings back at most 8 files, so the runs travel as one archive
+cd $OUT && tar czf runs.tgz *.log bench/*.json
