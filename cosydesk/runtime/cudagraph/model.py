@@ -10,7 +10,9 @@ v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``)
 form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
 bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket (``COSYDESK_V1_HIFT_GRAPHS=0`` keeps it
 eager) and the flow encoder per token bucket (``GraphedFullAttentionEncoder``; ``COSYDESK_V1_ENCODER_GRAPHS=0``
-keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v3: the causal HiFT
+keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v2's encoder attends in
+query blocks past the fine buckets (``blocked_attention.py``). v3: the DiT's time embedding and attention mask are
+prepared outside the captured step (``dit_prepared.py``: one graph per bucket for both modes); the causal HiFT
 stream's windows replay padded graphs per frame bucket (``causal_hift.py``; ``COSYDESK_V3_HIFT_GRAPHS=0`` keeps
 them eager).
 """
