@@ -70,6 +70,8 @@ VARIABLES: tuple[Variable, ...] = (
              "the vocoder's final chunk as padded CUDA graphs; off runs it eagerly"),
     Variable("COSYDESK_V1_HIFT_GRAPHS", "switch", "on", "gpu", "v1's vocoder calls as padded CUDA graphs"),
     Variable("COSYDESK_V1_ENCODER_GRAPHS", "switch", "on", "gpu", "v1's flow encoder as CUDA graphs per token bucket"),
+    Variable("COSYDESK_V3_HIFT_GRAPHS", "switch", "on", "gpu",
+             "v3's causal vocoder stream windows as padded CUDA graphs; off runs them eagerly"),
     Variable("COSYDESK_COMMIT", "text", "`git rev-parse` of the checkout", "bench",
              "the commit `cosydesk bench` writes into its JSON (for runs from a copy without git)"),
 )

@@ -98,7 +98,10 @@ def kernel_paths(model) -> dict:
             "encoder_eager_calls": getattr(getattr(model.flow, "encoder", None), "eager_calls", None),
             "llm_decode": decode, "token_select": select, "llm_decode_ahead": getattr(llm, "ahead", None),
             "flow_triton_blocks": blocks, "flow_row_estimator": rows, "flow_encoder_graphs": encoder_graphs,
-            "hift_final_graphs": len(getattr(model.hift, "padded", {}))}
+            "hift_final_graphs": len(getattr(model.hift, "padded", {})),
+            # v3: the causal vocoder stream's window graphs, and its windows that ran eager
+            "hift_window_graphs": len(getattr(model.hift, "graphs", {})) if model.version == "v3" else 0,
+            "hift_eager_calls": getattr(model.hift, "eager_calls", None)}
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,

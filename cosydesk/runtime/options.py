@@ -34,6 +34,7 @@ class EngineOptions:
     decode_ahead: decode steps queued before the host reads each chosen token (>= 1).
     first_chunk_shared_steps: of the first chunk's CFM steps, how many run beside the resumed LLM.
     final_hift_graphs / v1_hift_graphs / v1_encoder_graphs: capture those parts as padded graphs.
+    v3_hift_graphs: v3's causal vocoder stream windows as padded graphs.
     """
 
     compile: bool = True
@@ -46,6 +47,7 @@ class EngineOptions:
     final_hift_graphs: bool = True
     v1_hift_graphs: bool = True
     v1_encoder_graphs: bool = True
+    v3_hift_graphs: bool = True
 
     def __post_init__(self) -> None:
         if self.decode_ahead < 1:

@@ -10,8 +10,11 @@ v2: HiFT is captured for every non-final streaming chunk shape (``GraphedHift``)
 form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the flow encoder per token
 bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket (``COSYDESK_V1_HIFT_GRAPHS=0`` keeps it
 eager) and the flow encoder per token bucket (``GraphedFullAttentionEncoder``; ``COSYDESK_V1_ENCODER_GRAPHS=0``
-keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v3's causal HiFT stream
-runs eager.
+keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v2's encoder attends in
+query blocks past the fine buckets (``blocked_attention.py``). v3: the DiT's time embedding and attention mask are
+prepared outside the captured step (``dit_prepared.py``: one graph per bucket for both modes); the causal HiFT
+stream's windows replay padded graphs per frame bucket (``causal_hift.py``; ``COSYDESK_V3_HIFT_GRAPHS=0`` keeps
+them eager).
 """
 
 from __future__ import annotations
@@ -110,6 +113,10 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         tokens, long_tokens = max_frames // flow.encoder.up_stride, long_frames // flow.encoder.up_stride
         flow.encoder = GraphedEncoder(flow.encoder, tiered_buckets(tokens, ENCODER_BUCKET_STEP, long_tokens,
                                                                    ENCODER_LONG_BUCKET_STEP))
+        # past the fine buckets, attention in query blocks: the long buckets' scores no longer set the pool's size
+        from cosydesk.runtime.cudagraph.blocked_attention import use_query_blocks
+
+        use_query_blocks(flow.encoder.encoder, threshold=max_frames)
         flow.encoder.capture(pool=flow_pool, progress=progress)
     elif encoder_kind == "ConformerEncoder" and v1_encoder_graphs_wanted(flow.encoder):
         # prompt + new tokens of the longest flow call (frames per token: sample rate / hop / token rate)
@@ -129,6 +136,9 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
+    from cosydesk.runtime.cudagraph.dit_prepared import use_prepared_dit
+
+    use_prepared_dit(sampler)  # v3: time embedding and attention mask outside the step, one graph per bucket
     modes = (False,) if model.version == "v1" else (False, True)
     graphed = GraphedSampler(sampler, buckets, modes)
     graphed.capture(pool=flow_pool, progress=progress)
@@ -137,7 +147,13 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     if model.version == "v2":
         final = final_hift_shapes() if final_hift_graphs_wanted() else ()
         hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress, padded_shapes=final)
+    elif model.version == "v3" and active_options().v3_hift_graphs:
+        from cosydesk.runtime.cudagraph.causal_hift import GraphedCausalHift
+
+        hift = GraphedCausalHift(model.hift, pool=flow_pool, progress=progress)
     elif model.version == "v1" and v1_hift_graphs_wanted():
         hift = GraphedHift(model.hift, [], pool=flow_pool, progress=progress, padded_shapes=v1_hift_shapes())
     torch.cuda.synchronize()
+    # what loading freed outside the graph pools (the text table moved to the host: 272 MB) back to the driver
+    torch.cuda.empty_cache()
     return dataclasses.replace(model, llm=llm, flow=flow, hift=hift)
