@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+from cosydesk.model.versions import V2, per_version
+
 
 
 def _resources_dir() -> Path:
@@ -24,10 +26,10 @@ _RESOURCES = _resources_dir()
 # frontend's splitter makes of paragraphs); --corpus also takes a file.
 CORPORA = {"short": _RESOURCES / "bench_corpus_zh.txt", "long": _RESOURCES / "bench_corpus_zh_long.txt"}
 DEFAULT_CORPUS = CORPORA["short"]
-TOKENS_PER_SECOND = 25
+TOKENS_PER_SECOND = V2.speech_tokens_per_second  # the forced-token rate of every version's run (as before)
 CHARS_PER_SECOND = 4
 PROMPT = {"v1": (20, 34), "v2": (20, 40), "v3": (20, 40)}  # (prompt speech tokens, prompt mel frames)
-SPEECH_VOCAB = {"v1": 4096, "v2": 6561, "v3": 6561}
+SPEECH_VOCAB = per_version("speech_vocab")
 PROMPT_TEXT_IDS = 8
 
 

@@ -28,11 +28,13 @@ from cosydesk.runtime.cudagraph.compile import compile_blocks
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
-from cosydesk.runtime.token2wav import (V1_MEL_CACHE_FRAMES, V1_MEL_OVERLAP_FRAMES, V1_SOURCE_CACHE_SAMPLES,
-                                        V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES)
+from cosydesk.model.versions import V1, V2
 
-V2_TOKEN_MEL_RATIO = 2
-V1_TOKEN_RATE = 50  # v1 speech tokens per second (its flow's input_frame_rate)
+V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES = V2.hift_mel_cache_frames, V2.hift_source_cache_samples
+V1_MEL_CACHE_FRAMES, V1_SOURCE_CACHE_SAMPLES = V1.hift_mel_cache_frames, V1.hift_source_cache_samples
+V1_MEL_OVERLAP_FRAMES = V1.mel_frames_for_tokens(V1.chunk_overlap)  # flow mel held back by each non-final v1 call
+V2_TOKEN_MEL_RATIO = V2.token_mel_ratio
+V1_TOKEN_RATE = V1.speech_tokens_per_second  # v1 speech tokens per second (its flow's input_frame_rate)
 
 
 def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) -> list[tuple[int, int]]:

@@ -24,6 +24,7 @@ import torch
 
 from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
+from cosydesk.model.versions import per_version
 from cosydesk.runtime.cudagraph.buckets import make_buckets, tiered_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
@@ -62,7 +63,7 @@ def flow_kernels_wanted(device: torch.device) -> bool:
 
 
 # speech tokens per second of the LLM's vocabulary (v1's tokenizer runs at 50 Hz, v2/v3's at 25 Hz)
-SPEECH_TOKENS_PER_SECOND = {"v1": 50, "v2": 25, "v3": 25}
+SPEECH_TOKENS_PER_SECOND = per_version("speech_tokens_per_second")
 
 
 def llm_cache_positions(version: str) -> int:
