@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from cosydesk.model.hift_stream import CausalHiFTStream
 from cosydesk.model.versions import V1, V2
+from cosydesk.runtime.backends.protocols import IncrementalFlow
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
 
 
@@ -101,8 +102,8 @@ class Token2Wav:
         self.flow_calls: list[dict[str, int | bool]] = []  # per flow call: frames in total / computed, incremental
 
     def _new_flow_stream(self):
-        make = getattr(self.model.flow, "stream_state", None)
-        return make() if callable(make) else None
+        flow = self.model.flow
+        return flow.stream_state() if isinstance(flow, IncrementalFlow) else None
 
     # -- flow -------------------------------------------------------------------------------------------
     def _flow(self, tokens: torch.Tensor, streaming: bool, finalize: bool) -> torch.Tensor:

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from cosydesk.model.cfm import cosine_time_grid
-from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded
+from cosydesk.runtime.buckets import bucket_for, copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 
 

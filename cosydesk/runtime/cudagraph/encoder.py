@@ -26,7 +26,7 @@ from torch import nn
 
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.transformer import attention_mask, padding_mask
-from cosydesk.runtime.cudagraph.buckets import bucket_for
+from cosydesk.runtime.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 
 

@@ -21,8 +21,7 @@ import functools
 import torch
 
 from cosydesk.model.length_regulator import frames_for_tokens
-from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS
-from cosydesk.runtime.cudagraph.buckets import copy_padded
+from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS, copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_blocks
 from cosydesk.runtime.options import active as active_options

@@ -25,7 +25,7 @@ import torch
 from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.model.versions import per_version
-from cosydesk.runtime.cudagraph.buckets import make_buckets, tiered_buckets
+from cosydesk.runtime.buckets import step_buckets, tiered_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
 from cosydesk.runtime.options import active as active_options
@@ -115,7 +115,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     elif encoder_kind == "ConformerEncoder" and v1_encoder_graphs_wanted(flow.encoder):
         # prompt + new tokens of the longest flow call (frames per token: sample rate / hop / token rate)
         tokens = math.ceil(max_frames * flow.input_frame_rate * flow.hop / flow.sample_rate)
-        flow.encoder = GraphedFullAttentionEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
+        flow.encoder = GraphedFullAttentionEncoder(flow.encoder, step_buckets(tokens, ENCODER_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)
     sampler = flow.decoder
     fuse_estimator_attention(sampler.estimator)

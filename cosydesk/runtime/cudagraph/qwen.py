@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from cosydesk.model.sampling import RepetitionAwareSampler
-from cosydesk.runtime.cudagraph.buckets import bucket_for
+from cosydesk.runtime.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.options import active as active_options

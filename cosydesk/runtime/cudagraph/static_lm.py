@@ -47,8 +47,8 @@ class StaticDecodeState:
 
 
 class StaticSpeechLM:
-    """Base of the graph backend's LLMs; ``lm`` is the model-of-record module (attributes not found here are
-    read from it: stop ids, eos id, ...)."""
+    """Base of the graph backend's LLMs (a ``protocols.DeviceLoopLM``); ``lm`` is the model-of-record module,
+    whose token ids (stop ids, eos id, ...) the properties at the end read."""
 
     def _init_generation(self, lm, vocab: int, max_len: int, device: torch.device,
                          sampling: RepetitionAwareSampler | None) -> None:
@@ -240,7 +240,23 @@ class StaticSpeechLM:
             if n == full_at:
                 raise self._cache_full()
 
-    def __getattr__(self, item):  # everything else (stop ids, eos id, sampling helpers) from the module
-        if "lm" not in self.__dict__:  # not built yet (or being copied): a plain missing attribute
-            raise AttributeError(item)
-        return getattr(self.__dict__["lm"], item)
+    # --- the module's token ids (``protocols.SpeechLM``) ---------------------------------------------------
+    @property
+    def stop_ids(self) -> frozenset[int]:
+        return self.lm.stop_ids
+
+    @property
+    def min_len_masked_ids(self) -> tuple[int, ...]:
+        return self.lm.min_len_masked_ids
+
+    @property
+    def silent_tokens(self) -> tuple[int, ...]:
+        return self.lm.silent_tokens
+
+    @property
+    def eos_id(self) -> int:
+        return self.lm.eos_id
+
+    @property
+    def speech_token_size(self) -> int:
+        return self.lm.speech_token_size

@@ -1,6 +1,6 @@
 """The TensorRT backend inside the torch runtime: flow estimator engines behind the sampler's estimator call.
 
-`build_tensorrt_model(model, progress, engines_dir)` takes a float16 CUDA model (``backends._cast``) and returns
+`build_tensorrt_model(model, progress, engines_dir)` takes a float16 CUDA model (``backends.cast_model``) and returns
 it with ``flow.decoder.estimator`` replaced by `TensorRTEstimator`: the sampler keeps calling
 ``estimator(x, mask, mu, t, spks, cond, streaming=...)`` on [2, 80, T] CUDA tensors, and the adapter binds those
 tensors' device pointers to an engine (``set_tensor_address``), sets the input shapes and enqueues on torch's
@@ -167,7 +167,7 @@ def _load_runner(req, cache, streaming: bool, area, progress: Progress, runtime_
 
 def build_tensorrt_model(model, progress: Progress = None, engines_dir: str | Path | None = None,
                          precision: str = "fp16", llm_max_len: int | None = None):
-    """``model``: float16 on CUDA (see backends._cast). Returns the dataclass copy running the TensorRT backend."""
+    """``model``: float16 on CUDA (see backends.cast_model). Returns the dataclass copy running the TensorRT backend."""
     reason = unavailable_reason()
     if reason is not None:
         raise ValueError(reason)
