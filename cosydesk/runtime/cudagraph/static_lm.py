@@ -24,6 +24,7 @@ import torch
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compiled
+from cosydesk.runtime.cudagraph.graph_table import GraphTable
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError, TooLongError
@@ -65,7 +66,12 @@ class StaticSpeechLM:
         # ids n .. n + ahead are in flight while id n is read; two spare slots, as the depth of 4 had at 1 ahead
         self.host_ids = HostIds(self.selector.chosen, depth=self.ahead + 3)
         self._last_generation: torch.cuda.Event | None = None  # see _after_previous_generation
-        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        # graphs by name (decode step(s), prefill buckets, select_prefill); the buffers are this object's own
+        self.table = GraphTable("llm", device)
+
+    @property
+    def graphs(self) -> dict[str, torch.cuda.CUDAGraph]:
+        return self.table.graphs
 
     # --- subclass hooks ----------------------------------------------------------------------------------
     def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
@@ -85,7 +91,7 @@ class StaticSpeechLM:
         """Capture ``jobs`` [(name, body)] and ``select_prefill`` into graphs (two warm-up rounds: cuBLAS handles,
         kernel choices, compiled layers), then clear what the warm-up wrote (caches, selector state)."""
         jobs = list(jobs) + [("select_prefill", self._select_prefill_body)]
-        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
+        self.table.capture(jobs, pool, progress, capture=capture_graphs, warmup_rounds=2)
         self.k_cache.zero_()
         self.v_cache.zero_()
         self.selector.start(0, False, torch.zeros(0, 2))
@@ -178,11 +184,9 @@ class StaticSpeechLM:
         return self.decode_logits, state
 
     def _replay(self, name: str, body) -> None:
-        """The captured graph ``name``, or ``body`` eagerly where none was captured (no graphs, CPU)."""
-        if name in self.graphs:
-            self.graphs[name].replay()
-        else:
-            body()
+        """The captured graph ``name``, or ``body`` eagerly where none was captured (no graphs, CPU; the prefill
+        counts its own fallbacks)."""
+        self.table.run(name, body, count=False)
 
     @torch.inference_mode()
     def generate_speech_tokens(self, text, prompt_text, prompt_speech_token, embedding, greedy: bool = False,
