@@ -15,7 +15,7 @@ b() { name=$1; path=$2; commit=$3
      > $OUT/$name.log 2>&1; echo "$name rc=$?"); grep "first audio p50" $OUT/$name.log | tail -2; }
 b ab-branch . backends
 b ab-base ../.ab-base-27 34e1cff
-PYTHONPATH=/tmp/site:$PWD timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/runtime/test_host_copy.py \
+PYTHONPATH=/tmp/site:$PWD timeout 130 python3 -m pytest -q -m gpu -p no:cacheprovider tests/runtime/test_host_copy.py \
   tests/runtime/test_cudagraph.py tests/runtime/test_static_transformer_lm.py tests/runtime/test_hift_padded.py \
   tests/runtime/test_conv_kernels.py tests/runtime/test_flow_kernels.py tests/runtime/test_decode_kernels.py \
   > $OUT/gpu-tests.log 2>&1; echo "gpu tests rc=$?"; tail -3 $OUT/gpu-tests.log
