@@ -73,3 +73,12 @@ def test_the_core_imports_no_backend_internals():
         bad = {name for name in _imports(path)
                if name.startswith(("cosydesk.runtime.cudagraph", "cosydesk.runtime.tensorrt"))}
         assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_backends_import_nothing_of_each_other():
+    """cudagraph/ and tensorrt/ meet only in the registry (``backends.accelerate`` composes the tensorrt backend's
+    engines with the graph backend's LLM)."""
+    for own, other in (("cudagraph", "tensorrt"), ("tensorrt", "cudagraph")):
+        for path in sorted((RUNTIME / own).glob("*.py")):
+            bad = {name for name in _imports(path) if name.startswith(f"cosydesk.runtime.{other}")}
+            assert not bad, f"{own}/{path.name} imports {sorted(bad)}"

@@ -53,6 +53,19 @@ def measured_note(backend: str, compute_capability: tuple[int, int] | None) -> s
 Progress = Callable[..., None] | None
 
 
+def _with_graph_llm(model, progress: Progress = None):
+    """``model`` with the graph backend's static-cache LLM (``cudagraph.model.static_llm``): the tensorrt backend
+    is TensorRT's flow estimator composed here with the cudagraph LLM, so neither backend imports the other."""
+    import dataclasses
+
+    from cosydesk.runtime.cudagraph.model import static_llm
+
+    pool = torch.cuda.graph_pool_handle() if model.device.type == "cuda" else None
+    llm = static_llm(model, None, pool, progress)
+    torch.cuda.synchronize()
+    return dataclasses.replace(model, llm=llm)
+
+
 def accelerate(model, backend: str, progress: Progress = None, engines_dir=None):
     """Return a model-like object running ``backend``; see the module docstring.
 
@@ -80,7 +93,8 @@ def accelerate(model, backend: str, progress: Progress = None, engines_dir=None)
         reason = unavailable_reason()  # before casting: a refused backend leaves the model as it was
         if reason is not None:
             raise ValueError(reason)
-        return build_tensorrt_model(cast_model(model, torch.float16), progress=progress, engines_dir=engines_dir)
+        fast = build_tensorrt_model(cast_model(model, torch.float16), progress=progress, engines_dir=engines_dir)
+        return _with_graph_llm(fast, progress)
     raise ValueError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
