@@ -9,6 +9,9 @@ smoke test).
 What it must not do: change anything on the machine, download anything, or crash. Every probe is
 wrapped so that a broken component becomes a FAIL/WARN line, never a traceback. Heavy modules (torch,
 sounddevice, NVML) are imported inside the probes, so `cosydesk --help` stays instant.
+
+Where the parts live: this module holds the machine probes, run_checks and the command; the model checks are
+in cosydesk/doctor_models.py and the Check record in cosydesk/doctor_check.py (both re-exported here).
 """
 
 from __future__ import annotations
@@ -22,16 +25,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-OK, WARN, FAIL = "OK", "WARN", "FAIL"
+from cosydesk.doctor_check import FAIL, OK, WARN, Check
+from cosydesk.doctor_models import (  # noqa: F401 - re-exported: cosydesk.doctor is the doctor's one entry
+    MIN_FREE_DISK_GB, _weights_open, check_model_folder, check_models, check_models_dir)
 
 MIN_PYTHON = (3, 11)
 #: Below this much free VRAM a 0.5B model plus its CUDA graphs / engines will not fit comfortably.
 MIN_FREE_VRAM_GB = 3.0
-#: A model download is 2-5 GB; engines add a few hundred MB.
-MIN_FREE_DISK_GB = 6.0
 #: Compute capabilities TensorRT for RTX 1.x runs on (its support matrix: Turing, Ampere GA10x, Ada,
 #: Blackwell RTX and GB10). Datacenter parts (A100 8.0, Hopper 9.0, B200 10.0) are not among them.
 TRT_RTX_COMPUTE_CAPABILITIES = frozenset({(7, 5), (8, 6), (8, 7), (8, 9), (12, 0), (12, 1)})
@@ -39,25 +42,6 @@ TRT_RTX_COMPUTE_CAPABILITIES = frozenset({(7, 5), (8, 6), (8, 7), (8, 9), (12, 0
 TRT_MIN_COMPUTE_CAPABILITY = (7, 5)
 TORCH_INSTALL = "pip install torch==2.13.0"
 TORCH_CUDA_INSTALL = "pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cu130"
-
-
-@dataclass
-class Check:
-    """One diagnostic line: what was checked, how it went, what was found and the command that fixes it."""
-
-    name: str
-    status: str  # OK | WARN | FAIL
-    detail: str
-    fix: str = ""  # one command (or, where no command exists, one action); empty when status is OK
-
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-    def line(self) -> str:
-        text = f"[{self.status:<4}] {self.name}: {self.detail}"
-        if self.fix:
-            text += f"\n       fix: {self.fix}"
-        return text
 
 
 @dataclass
@@ -312,121 +296,6 @@ def check_qt(folder: Path | None = None, run_ldd=None) -> Check:
     if not report.ok:
         return Check("Qt display", FAIL, f"{what}: the desktop app cannot open its window", fix)
     return Check("Qt display", OK, what)
-
-
-def _free_gb(path: Path) -> float:
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    return shutil.disk_usage(probe).free / 2**30
-
-
-def check_models_dir(models_dir: Path) -> Check:
-    try:
-        free = _free_gb(models_dir)
-    except OSError as error:
-        return Check("models folder", FAIL, f"{models_dir}: {error}", f"mkdir -p {models_dir}")
-    where = f"{models_dir} ({'exists' if models_dir.is_dir() else 'not created yet'}), {free:.1f} GB free"
-    if free < MIN_FREE_DISK_GB:
-        return Check("models folder", WARN, f"{where}: a model needs up to {MIN_FREE_DISK_GB:.0f} GB",
-                     "set COSYDESK_MODELS_DIR to a folder on a bigger disk")
-    return Check("models folder", OK, where)
-
-
-# ---------------------------------------------------------------------------------------- model integrity
-
-
-def _weights_open(path: Path) -> str | None:
-    """None when torch can open the checkpoint lazily (mmap, weights only), else why not."""
-    try:
-        import torch
-
-        try:
-            torch.load(path, map_location="cpu", mmap=True, weights_only=True)
-        except RuntimeError as error:
-            if "zipfile" not in str(error):
-                raise
-            # Saved in torch's older (non-zip) format, which the runtime loads fine but mmap cannot map.
-            torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # noqa: BLE001
-        return f"{path.name} does not open ({type(error).__name__}: {str(error).splitlines()[0][:120]})"
-    return None
-
-
-def _unfinished_download(folder: Path) -> bool:
-    """A catalogue model's folder holding huggingface_hub's download state, or nothing yet."""
-    from cosydesk import hub
-
-    try:
-        hub.catalogue_entry(folder.name)
-    except KeyError:
-        return False
-    try:
-        return (folder / ".cache" / "huggingface").is_dir() or not any(folder.iterdir())
-    except OSError:
-        return False
-
-
-def _model_fix(folder: Path) -> str:
-    from cosydesk import hub
-
-    try:
-        name = hub.catalogue_entry(folder.name).name
-    except KeyError:
-        return f"re-copy the model folder {folder} from its source"
-    return f"cosydesk models --download {name}"
-
-
-def check_model_folder(folder: Path, verify_hashes: bool = True) -> Check:
-    """Layout (hub.check_model_dir) plus integrity: hashes against the download manifest where one exists,
-    otherwise non-empty files and .pt checkpoints that torch can open lazily."""
-    from cosydesk import hub
-
-    label = f"model {folder.name}"
-    report = hub.check_model_dir(folder)
-    if report.problems and _unfinished_download(folder):
-        # An interrupted download of a catalogue model (an older CosyDesk downloaded in place): the next download
-        # resumes it (hub._adopt_leftover); nothing is broken that the user did wrong.
-        return Check(label, WARN, "its download did not finish (" + "; ".join(report.problems) + ")",
-                     _model_fix(folder))
-    if report.problems:
-        return Check(label, FAIL, "; ".join(report.problems), _model_fix(folder))
-    problems: list[str] = []
-    manifest = hub.download_manifest(folder) if verify_hashes else {}
-    checked = 0
-    for relative, etag in sorted(manifest.items()):
-        file = folder / relative
-        if not file.is_file():
-            continue  # pattern-filtered or deleted on purpose: check_model_dir judges what is required
-        verdict = hub.file_matches_etag(file, etag)
-        if verdict is False:
-            problems.append(f"{relative} does not match its download hash")
-        checked += verdict is not None
-    if not checked:
-        for file in sorted(folder.glob("*.pt")):
-            if file.stat().st_size == 0:
-                problems.append(f"{file.name} is empty")
-            elif (why := _weights_open(file)) is not None:
-                problems.append(why)
-    version = report.version or "?"
-    how = f"{checked} file hashes verified" if checked else "weights open (no download manifest to hash against)"
-    if problems:
-        return Check(label, FAIL, f"{version}: " + "; ".join(problems), _model_fix(folder))
-    if report.missing_optional:
-        return Check(label, WARN, f"{version}, {how}; " + "; ".join(report.missing_optional), _model_fix(folder))
-    return Check(label, OK, f"{version}, {how}")
-
-
-def check_models(models_dir: Path, extra: Iterable[Path] = (), verify_hashes: bool = True) -> list[Check]:
-    from cosydesk import hub
-
-    folders = [p for p in sorted(models_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")] \
-        if models_dir.is_dir() else []
-    folders += [Path(p) for p in extra if Path(p) not in folders]
-    if not folders:
-        return [Check("models", WARN, f"no model installed in {models_dir}",
-                      f"cosydesk models --download {hub.DEFAULT_MODEL}")]
-    return [check_model_folder(folder, verify_hashes) for folder in folders]
 
 
 # ----------------------------------------------------------------------------------------------- driver

@@ -1,9 +1,9 @@
-"""Shared test set-up: offscreen Qt, fixture paths, numeric comparison helpers."""
+"""Shared test set-up: offscreen Qt, ALSA capture, numeric comparison helpers, shared fixtures (golden tensors,
+tiny models, an isolated user-data folder). Paths and fixture readers: tests/support/paths.py."""
 
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import tempfile
@@ -39,23 +39,9 @@ _ALSA_DIR = tempfile.mkdtemp(prefix="cosydesk-alsa-")
 atexit.register(shutil.rmtree, _ALSA_DIR, ignore_errors=True)
 install_alsa_file_capture(_ALSA_DIR)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# The official-reference fixtures travel with the repository (provenance: tests/fixtures/cosyvoice-official/README.md).
-FIXTURES = REPO_ROOT / "tests" / "fixtures" / "cosyvoice-official"
-
-
-def fixture_dir(version: str) -> Path:
-    """Folder of the official tiny fixture for 'v1', 'v2' or 'v3'."""
-    return FIXTURES / f"{version}-tiny"
-
-
-def load_golden(version: str) -> dict[str, np.ndarray]:
-    with np.load(fixture_dir(version) / "golden.npz", allow_pickle=False) as z:
-        return {key: z[key] for key in z.files}
-
-
-def golden_meta(golden: dict[str, np.ndarray]) -> dict:
-    return json.loads(str(golden["meta_json"]))
+# Paths and fixture readers live in tests/support/paths.py (imported here for the fixtures below and for
+# older `from tests.conftest import fixture_dir` imports).
+from tests.support.paths import FIXTURES, REPO_ROOT, fixture_dir, golden_meta, load_golden  # noqa: E402,F401
 
 
 def assert_close(ours, ref, atol: float, what: str = "") -> None:
@@ -134,3 +120,13 @@ def tiny_v2_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_v3_dir(tmp_path_factory):
     return tiny_model("v3", tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """An empty user-data folder (COSYDESK_DATA_DIR) and a models folder, both private to the test."""
+    folder = tmp_path / "userdata"
+    folder.mkdir()
+    monkeypatch.setenv("COSYDESK_DATA_DIR", str(folder))
+    monkeypatch.setenv("COSYDESK_MODELS_DIR", str(tmp_path / "models"))
+    return folder

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from cosydesk import cli
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from tests.test_cli import run_cli
 
 

@@ -17,7 +17,7 @@ import soundfile as sf
 
 import cosydesk
 from cosydesk import hub
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from tests.test_cli import run_cli
 
 

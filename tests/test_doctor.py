@@ -14,7 +14,7 @@ import pytest
 from cosydesk import doctor
 from cosydesk.cli import main
 from cosydesk.doctor import FAIL, OK, WARN, Check
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from cosydesk import hub
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 def _write_full_v2(folder):

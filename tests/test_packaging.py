@@ -11,11 +11,12 @@ import subprocess
 import sys
 import tomllib
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
 PACKAGING = ROOT / "packaging"
 SPEC = PACKAGING / "cosydesk.spec"
 DESKTOP = PACKAGING / "io.cosydesk.CosyDesk.desktop"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_every_package_is_listed():

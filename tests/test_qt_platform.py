@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cosydesk import doctor, qt_platform
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the xcb plugin exists on Linux only")
 

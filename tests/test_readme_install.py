@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
 _BLOCK = re.compile(r"<!--\s*install\s*-->(.*?)<!--\s*/install\s*-->", re.S)
 
 

@@ -8,12 +8,9 @@ Classes (state-dict names follow the official files, see the fixtures' keys.txt)
 - ``TransformerEncoder`` - the v1 LLM body: ``embed`` of type ``linear_legacy`` (Linear+LayerNorm+ReLU),
   ``encoders.N`` with ``norm1``/``norm2`` and a ReLU feed-forward, ``after_norm``; supports incremental
   decoding with a key/value cache (``new_cache`` + ``forward_incremental``).
-- ``UpsampleConformerEncoder`` - the v2 flow encoder: embed -> ``pre_lookahead_layer`` -> ``encoders``
-  -> ``up_layer`` (nearest x2, left pad 4, Conv1d k5) -> ``up_embed`` -> ``up_encoders`` (4) -> ``after_norm``.
-- ``PreLookaheadLayer`` - right-context conv also used by the v3 flow.
-
-Masks: bool, True = may attend. Padding mask [B,1,T]; with a static chunk size c every frame sees its own
-chunk and all earlier ones (c = 1 is plain causal).
+- ``UpsampleConformerEncoder`` (v2 flow encoder) and ``PreLookaheadLayer`` (also v3) live in
+  cosydesk.model.upsample_encoder; masks, layers and the yaml reading in cosydesk.model.encoder_layers. Both are
+  re-exported here, so ``transformer.<class name>`` resolves every encoder class a yaml names.
 
 Inference only: no dropout modules (they hold no weights), no training-time dynamic chunks. Pure torch
 math, dtype-agnostic (LayerNorm and softmax statistics in float32).
@@ -22,13 +19,24 @@ math, dtype-agnostic (LayerNorm and softmax statistics in float32).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from cosydesk.model.attention import RelPositionMultiHeadedAttention
-from cosydesk.model.config import ConfigError, Node
+from cosydesk.model.config import Node
+from cosydesk.model.encoder_layers import (  # noqa: F401 - re-exported for the encoders' users
+    ConformerEncoderLayer,
+    LinearInput,
+    PositionwiseFeedForward,
+    TransformerEncoderLayer,
+    _encoder_kwargs,
+    _PreNormLayer,
+    attention_mask,
+    chunk_mask,
+    make_activation,
+    make_input_layer,
+    padding_mask,
+)
 from cosydesk.model.norms import Fp32LayerNorm
-from cosydesk.model.positional import EspnetRelPositionalEncoding
+from cosydesk.model.upsample_encoder import PreLookaheadLayer, Upsample1D, UpsampleConformerEncoder  # noqa: F401
 
 __all__ = [
     "ConformerEncoder",
@@ -40,179 +48,6 @@ __all__ = [
     "padding_mask",
     "chunk_mask",
 ]
-
-
-# ---------------------------------------------------------------------------------------------- masks
-
-
-def padding_mask(lengths: torch.Tensor | None, n_frames: int, batch: int, device: torch.device) -> torch.Tensor:
-    """[B,1,T] True on valid frames. Lengths above T simply mean 'all valid' (the official v2 flow
-    passes the un-shortened token count when it withholds look-ahead tokens)."""
-    if lengths is None:
-        return torch.ones(batch, 1, n_frames, dtype=torch.bool, device=device)
-    frames = torch.arange(n_frames, device=lengths.device)
-    return (frames.unsqueeze(0) < lengths.to(torch.int64).unsqueeze(1)).unsqueeze(1).to(device)
-
-
-def chunk_mask(n_frames: int, chunk_size: int, device: torch.device) -> torch.Tensor:
-    """[T,T]: frame i may see frame j iff j lies in i's chunk or an earlier one."""
-    frames = torch.arange(n_frames, device=device)
-    chunk_end = (frames // chunk_size + 1) * chunk_size
-    return frames.unsqueeze(0) < chunk_end.unsqueeze(1)
-
-
-def attention_mask(pad_mask: torch.Tensor, chunk_size: int) -> torch.Tensor:
-    """Combine the padding mask with an optional chunk mask.
-
-    Like the official helper, a query row with no visible key (only possible for a zero-length item)
-    is opened completely instead of producing NaNs; its output is padding anyway.
-    """
-    if chunk_size > 0:
-        mask = pad_mask & chunk_mask(pad_mask.size(-1), chunk_size, pad_mask.device).unsqueeze(0)
-    else:
-        mask = pad_mask
-    return mask | ~mask.any(dim=-1, keepdim=True)
-
-
-# ---------------------------------------------------------------------------------------------- pieces
-
-
-_ACTIVATIONS = {"swish": nn.SiLU, "silu": nn.SiLU, "relu": nn.ReLU, "gelu": nn.GELU}
-
-
-def make_activation(name: str) -> nn.Module:
-    if name not in _ACTIVATIONS:
-        raise ConfigError(f"unsupported activation_type {name!r}")
-    return _ACTIVATIONS[name]()
-
-
-class PositionwiseFeedForward(nn.Module):
-    """w_2(activation(w_1(x)))."""
-
-    def __init__(self, idim: int, hidden_units: int, activation: nn.Module):
-        super().__init__()
-        self.w_1 = nn.Linear(idim, hidden_units)
-        self.activation = activation
-        self.w_2 = nn.Linear(hidden_units, idim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_2(self.activation(self.w_1(x)))
-
-
-class LinearInput(nn.Module):
-    """Input layer without subsampling: ``out`` = Linear -> LayerNorm(1e-5) [-> ReLU for 'linear_legacy'],
-    then x * sqrt(d) (the rel-pos encoding adds nothing to x, it only supplies the table)."""
-
-    def __init__(self, idim: int, odim: int, legacy: bool):
-        super().__init__()
-        layers: list[nn.Module] = [nn.Linear(idim, odim), Fp32LayerNorm(odim, eps=1e-5), nn.Identity()]
-        if legacy:
-            layers.append(nn.ReLU())  # index 3 as in the official Sequential (index 2 was dropout)
-        self.out = nn.Sequential(*layers)
-        self.pos_enc = EspnetRelPositionalEncoding(odim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.pos_enc.scale(self.out(x))
-
-
-def make_input_layer(kind: str, idim: int, odim: int) -> LinearInput:
-    if kind not in ("linear", "linear_legacy"):
-        raise ConfigError(f"unsupported input_layer {kind!r} (only 'linear' and 'linear_legacy')")
-    return LinearInput(idim, odim, legacy=kind == "linear_legacy")
-
-
-class _PreNormLayer(nn.Module):
-    """Self-attention block then feed-forward block, each residual, with LayerNorm(1e-12) before (or after)."""
-
-    attn_norm_name = ""
-    ff_norm_name = ""
-
-    def __init__(self, size: int, heads: int, linear_units: int, activation: nn.Module, normalize_before: bool, key_bias: bool):
-        super().__init__()
-        self.self_attn = RelPositionMultiHeadedAttention(heads, size, key_bias)
-        self.feed_forward = PositionwiseFeedForward(size, linear_units, activation)
-        self.normalize_before = normalize_before
-
-    def _norms(self) -> tuple[nn.Module, nn.Module]:
-        raise NotImplementedError
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None,
-        pos_emb: torch.Tensor | None = None,
-        *,
-        pos_proj: torch.Tensor | None = None,
-        kv_cache=None,
-    ) -> torch.Tensor:
-        attn_norm, ff_norm = self._norms()
-        h = attn_norm(x) if self.normalize_before else x
-        x = x + self.self_attn(h, mask, pos_emb, pos_proj=pos_proj, kv_cache=kv_cache)
-        if not self.normalize_before:
-            x = attn_norm(x)
-        h = ff_norm(x) if self.normalize_before else x
-        x = x + self.feed_forward(h)
-        if not self.normalize_before:
-            x = ff_norm(x)
-        return x
-
-
-class ConformerEncoderLayer(_PreNormLayer):
-    """Conformer layer as configured in the CosyVoice yamls (no macaron FFN, no conv module):
-    keys self_attn, feed_forward, norm_mha, norm_ff."""
-
-    def __init__(self, size: int, heads: int, linear_units: int, activation: nn.Module, normalize_before: bool = True, key_bias: bool = True):
-        super().__init__(size, heads, linear_units, activation, normalize_before, key_bias)
-        self.norm_ff = Fp32LayerNorm(size, eps=1e-12)
-        self.norm_mha = Fp32LayerNorm(size, eps=1e-12)
-
-    def _norms(self):
-        return self.norm_mha, self.norm_ff
-
-
-class TransformerEncoderLayer(_PreNormLayer):
-    """Transformer layer: keys self_attn, feed_forward, norm1 (attention), norm2 (feed-forward)."""
-
-    def __init__(self, size: int, heads: int, linear_units: int, activation: nn.Module, normalize_before: bool = True, key_bias: bool = True):
-        super().__init__(size, heads, linear_units, activation, normalize_before, key_bias)
-        self.norm1 = Fp32LayerNorm(size, eps=1e-12)
-        self.norm2 = Fp32LayerNorm(size, eps=1e-12)
-
-    def _norms(self):
-        return self.norm1, self.norm2
-
-
-# ---------------------------------------------------------------------------------------------- config
-
-
-def _encoder_kwargs(node: Node, default_activation: str, conformer: bool) -> dict:
-    """Read and validate the encoder kwargs of a yaml node (sizes only from the yaml)."""
-    args = node.args if isinstance(node.args, dict) else {}
-    pos = args.get("pos_enc_layer_type", "rel_pos" if conformer else "abs_pos")
-    if pos != "rel_pos_espnet":
-        raise ConfigError(f"{node.target}: unsupported pos_enc_layer_type {pos!r} (only 'rel_pos_espnet')")
-    attn = args.get("selfattention_layer_type", "rel_selfattn" if conformer else "selfattn")
-    if attn != "rel_selfattn":
-        raise ConfigError(f"{node.target}: unsupported selfattention_layer_type {attn!r}")
-    if conformer and args.get("macaron_style", True):
-        raise ConfigError(f"{node.target}: macaron_style conformer layers are not supported")
-    if conformer and args.get("use_cnn_module", True):
-        raise ConfigError(f"{node.target}: conformer convolution modules are not supported")
-    if args.get("global_cmvn") is not None:
-        raise ConfigError(f"{node.target}: global_cmvn is not supported")
-    return dict(
-        input_size=int(node["input_size"]),
-        output_size=int(args.get("output_size", 256)),
-        attention_heads=int(args.get("attention_heads", 4)),
-        linear_units=int(args.get("linear_units", 2048)),
-        num_blocks=int(args.get("num_blocks", 6)),
-        input_layer=str(args.get("input_layer", "conv2d")),
-        normalize_before=bool(args.get("normalize_before", True)),
-        static_chunk_size=int(args.get("static_chunk_size", 0)),
-        use_dynamic_chunk=bool(args.get("use_dynamic_chunk", False)),
-        activation_type=str(args.get("activation_type", default_activation)),
-        key_bias=bool(args.get("key_bias", True)),
-    )
 
 
 # ---------------------------------------------------------------------------------------------- KV cache
@@ -394,151 +229,3 @@ class TransformerEncoder(_StackedEncoder):
     @classmethod
     def from_config(cls, node: Node) -> "TransformerEncoder":
         return cls(**_encoder_kwargs(node, "relu", conformer=False))
-
-
-# ---------------------------------------------------------------------------------------------- v2 / v3 pieces
-
-
-class PreLookaheadLayer(nn.Module):
-    """Right-context convolution over tokens (v2 flow encoder, v3 flow).
-
-    conv1 (kernel pre_lookahead_len+1) sees each token and the next ``pre_lookahead_len`` ones - zeros past
-    the end, or the withheld look-ahead tokens given as ``context`` - then leaky_relu(0.01), then conv2
-    (kernel 3, two zeros on the left, so causal), then a residual connection.
-    """
-
-    def __init__(self, in_channels: int, channels: int, pre_lookahead_len: int = 1):
-        super().__init__()
-        self.pre_lookahead_len = int(pre_lookahead_len)
-        self.conv1 = nn.Conv1d(in_channels, channels, kernel_size=self.pre_lookahead_len + 1)
-        self.conv2 = nn.Conv1d(channels, in_channels, kernel_size=3)
-
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        """x [B,T,C], context [B,T_ctx,C] with T_ctx <= pre_lookahead_len (None or T_ctx = 0: end of
-        stream, zeros) -> [B,T,C]."""
-        h = x.transpose(1, 2)
-        if context is not None and context.size(1) > 0:
-            if context.size(1) > self.pre_lookahead_len:
-                raise ValueError(f"look-ahead context of {context.size(1)} frames, at most {self.pre_lookahead_len} allowed")
-            h = torch.cat([h, context.transpose(1, 2).to(h.dtype)], dim=2)
-            missing = self.pre_lookahead_len - context.size(1)
-        else:
-            missing = self.pre_lookahead_len
-        h = F.pad(h, (0, missing))
-        h = F.leaky_relu(self.conv1(h), 0.01)
-        h = self.conv2(F.pad(h, (self.conv2.kernel_size[0] - 1, 0)))
-        return h.transpose(1, 2) + x
-
-
-class Upsample1D(nn.Module):
-    """Nearest-neighbour upsampling by ``stride`` along time, 2*stride zeros on the left, Conv1d(k=2*stride+1)."""
-
-    def __init__(self, channels: int, out_channels: int, stride: int = 2):
-        super().__init__()
-        self.stride = int(stride)
-        self.conv = nn.Conv1d(channels, out_channels, 2 * self.stride + 1)
-
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x [B,C,T] -> ([B,C_out,stride*T], lengths*stride)."""
-        h = torch.repeat_interleave(x, self.stride, dim=2)
-        h = self.conv(F.pad(h, (2 * self.stride, 0)))
-        return h, None if lengths is None else lengths * self.stride
-
-
-class UpsampleConformerEncoder(nn.Module):
-    """Official ``cosyvoice.transformer.upsample_encoder.UpsampleConformerEncoder`` (v2 flow encoder).
-
-    The look-ahead and upsampling convs use ``output_size`` channels (the official code hard-codes 512,
-    which equals output_size in the release; the tiny fixtures were built the same way). 4 up blocks and
-    stride 2 are fixed, as in the official class.
-    """
-
-    n_up_blocks = 4
-    up_stride = 2
-    pre_lookahead_len = 3
-
-    def __init__(
-        self,
-        input_size: int,
-        output_size: int = 256,
-        attention_heads: int = 4,
-        linear_units: int = 2048,
-        num_blocks: int = 6,
-        input_layer: str = "linear",
-        normalize_before: bool = True,
-        static_chunk_size: int = 0,
-        use_dynamic_chunk: bool = False,
-        activation_type: str = "swish",
-        key_bias: bool = True,
-    ):
-        super().__init__()
-        if use_dynamic_chunk:
-            raise ConfigError("UpsampleConformerEncoder: use_dynamic_chunk is not supported")
-        self._output_size = output_size
-        self.normalize_before = normalize_before
-        self.static_chunk_size = static_chunk_size
-        activation = make_activation(activation_type)
-
-        def layers(n: int) -> nn.ModuleList:
-            return nn.ModuleList(
-                [ConformerEncoderLayer(output_size, attention_heads, linear_units, activation, normalize_before, key_bias) for _ in range(n)]
-            )
-
-        self.embed = make_input_layer(input_layer, input_size, output_size)
-        self.pre_lookahead_layer = PreLookaheadLayer(output_size, output_size, self.pre_lookahead_len)
-        self.encoders = layers(num_blocks)
-        self.up_layer = Upsample1D(output_size, output_size, self.up_stride)
-        self.up_embed = make_input_layer(input_layer, input_size, output_size)
-        self.up_encoders = layers(self.n_up_blocks)
-        self.after_norm = Fp32LayerNorm(output_size, eps=1e-5)
-
-    @classmethod
-    def from_config(cls, node: Node) -> "UpsampleConformerEncoder":
-        return cls(**_encoder_kwargs(node, "swish", conformer=True))
-
-    def output_size(self) -> int:
-        return self._output_size
-
-    @staticmethod
-    def _run(layers: nn.ModuleList, embed: LinearInput, xs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        n_frames = xs.size(1)
-        pos_emb = embed.pos_enc.relative(n_frames, n_frames, xs.device, xs.dtype)
-        for layer in layers:
-            xs = layer(xs, mask, pos_emb)
-        return xs
-
-    def forward(
-        self,
-        xs: torch.Tensor,
-        xs_lens: torch.Tensor | None,
-        context: torch.Tensor | None = None,
-        streaming: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """xs [B,T,input_size] token embeddings (already multiplied by the token mask), xs_lens [B].
-
-        ``context`` [B,3,input_size]: the embeddings of the look-ahead tokens withheld from ``xs`` when the
-        flow runs with finalize=False (they only feed the look-ahead conv); None or a zero-length tensor
-        at finalize=True (zeros are used instead). ``streaming``: chunk masks of ``static_chunk_size``
-        tokens before and 2x that many frames after upsampling; otherwise full attention.
-
-        Returns (out [B,2T,output_size], pad mask [B,1,2T]). Like the official flow, xs_lens may exceed T
-        (when look-ahead tokens were withheld); frames past T do not exist and are simply not masked.
-        """
-        chunk = self.static_chunk_size if streaming else 0
-        pad = padding_mask(xs_lens, xs.size(1), xs.size(0), xs.device)
-        xs = self.embed(xs)
-        if context is not None and context.size(1) > 0:
-            context = self.embed(context)
-        else:
-            context = None
-        xs = self.pre_lookahead_layer(xs, context)
-        xs = self._run(self.encoders, self.embed, xs, attention_mask(pad, chunk))
-
-        xs, up_lens = self.up_layer(xs.transpose(1, 2), xs_lens)
-        xs = xs.transpose(1, 2)
-        pad = padding_mask(up_lens, xs.size(1), xs.size(0), xs.device)
-        xs = self.up_embed(xs)
-        xs = self._run(self.up_encoders, self.up_embed, xs, attention_mask(pad, chunk * self.up_stride))
-        if self.normalize_before:
-            xs = self.after_norm(xs)
-        return xs, pad

@@ -33,6 +33,7 @@ from cosydesk.runtime.types import SPEED_RANGE, AudioChunk, Request
 
 if TYPE_CHECKING:
     from cosydesk.frontend.prompt import PromptFeatures
+    from cosydesk.model.validate import CheckedFolder
 
 Progress = Callable[[str, float], None]
 # token2wav's generator is seeded apart from the LLM's (same request seed): two generators on one seed would
@@ -135,12 +136,45 @@ def _model_folder(model: str | Path, progress: Progress) -> Path:
     return hub.resolve_model(str(model), progress=downloaded)
 
 
+# The app checks a folder before it drops the model it has (check_model_folder), then loads it: the load takes
+# that result when no file of the folder changed since, so a model switch reads and NaN-scans the weights once.
+# One entry only: it holds the memory-mapped checkpoints until the load takes it.
+_prechecked: dict[Path, tuple[tuple, CheckedFolder]] = {}
+
+
+def _folder_signature(model_dir: Path) -> tuple:
+    """Every file under ``model_dir`` with its size and modification time (links followed)."""
+    entries = []
+    for path in model_dir.rglob("*"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if path.is_file():
+            entries.append((str(path.relative_to(model_dir)), stat.st_size, stat.st_mtime_ns))
+    return tuple(sorted(entries))
+
+
 def check_model_folder(model_dir: str | Path) -> None:
     """Every file of ``model_dir`` checked as ``Synthesizer`` would load it, allocating nothing (the app checks a
     folder before dropping the model it has for it). Raises ConfigError / CheckpointError: ``<file>: <what>``."""
     from cosydesk.model.validate import check_model_folder as check
 
-    check(Path(model_dir).expanduser(), for_synthesis=True)
+    path = Path(model_dir).expanduser()
+    _prechecked.clear()
+    signature = _folder_signature(path)
+    checked = check(path, for_synthesis=True)
+    _prechecked[path.resolve()] = (signature, checked)
+
+
+def _checked_folder(model_dir: Path) -> CheckedFolder:
+    """The folder's check: the one ``check_model_folder`` just made if nothing changed since, else a new one."""
+    from cosydesk.model.validate import check_model_folder as check
+
+    signature, checked = _prechecked.pop(model_dir.resolve(), (None, None))
+    if checked is not None and signature == _folder_signature(model_dir):
+        return checked
+    return check(model_dir, for_synthesis=True)
 
 
 class Synthesizer:
@@ -171,10 +205,8 @@ class Synthesizer:
         self.backend = resolve_backend(backend, self.device, precision)
         self.precision = "fp32" if self.backend == "eager-fp32" else "fp16"
         progress("Checking model files", 0.0)
-        from cosydesk.model.validate import check_model_folder
-
         # every setting, checkpoint, table and tokenizer file checked before anything is allocated
-        checked = check_model_folder(self.model_dir, for_synthesis=True)
+        checked = _checked_folder(self.model_dir)
         progress("Loading model", 0.05)
         model = load(checked, device=self.device, dtype=torch.float32)
         if self.backend != "eager-fp32":

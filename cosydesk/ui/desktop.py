@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QLabel, QMenu
 
 from cosydesk import hub
 from cosydesk.ui.resources import icon_path
+from cosydesk.ui.error_text import display_message, translate_message
 from cosydesk.ui.serve_switch import ServeSwitch
 from cosydesk.ui.tray import TrayIcon, TrayMenu
 
@@ -139,7 +140,7 @@ class DesktopIntegration(QObject):
     def _tell(self, text: str, error: bool = False) -> None:
         self.window.show_message(text, error)
         if not self.window.isActiveWindow():
-            self.tray.notify("CosyDesk", text, error)
+            self.tray.notify("CosyDesk", display_message(text), error)
 
     # -- the window --------------------------------------------------------------------------------------------
     def show_window(self) -> None:
@@ -166,7 +167,7 @@ class DesktopIntegration(QObject):
         self.tray.set_tooltip(f"CosyDesk · {text}" if text else "CosyDesk")
 
     def _on_serve_failed(self, why: str) -> None:
-        self._tell(self.tr("Serve other apps: {why}").format(why=why), error=True)
+        self._tell(self.tr("Serve other apps: {why}").format(why=translate_message(why)), error=True)
 
     def shutdown(self) -> None:
         if self._shut:

@@ -15,20 +15,36 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
+from cosydesk.ui.error_text import current_language, translate_message
+
+
+def check_line(check, language: str | None = None) -> str:
+    """One check as `cosydesk doctor` prints it (Check.line), its name, status, detail and fix in the UI's language
+    (commands stay as they are: no table knows them)."""
+    language = language or current_language()
+    if language == "en":
+        return check.line()
+    status = translate_message(check.status, language)
+    text = (f"[{status}] {translate_message(check.name, language)}："
+            f"{translate_message(check.detail, language)}")
+    if check.fix:
+        text += "\n       " + translate_message(f"fix: {check.fix}", language)
+    return text
+
 
 class _Relay(QObject):
     done = Signal(str, str)  # report text, summary line
 
 
 def diagnostics_report(model_dirs=(), models_dir=None) -> tuple[str, str]:
-    """(all check lines, 'N OK, N WARN, N FAIL') - the same lines `cosydesk doctor` prints, for the models folder
-    `models_dir` and the extra folders `model_dirs` (those the user added)."""
+    """(all check lines, 'N OK, N WARN, N FAIL') - the same lines `cosydesk doctor` prints (in the UI's language),
+    for the models folder `models_dir` and the extra folders `model_dirs` (those the user added)."""
     from cosydesk.doctor import run_checks
 
     checks = run_checks(model_dirs=model_dirs, models_dir=models_dir, verify_hashes=False)
     counts = {status: sum(c.status == status for c in checks) for status in ("OK", "WARN", "FAIL")}
     summary = ", ".join(f"{n} {status}" for status, n in counts.items())
-    return "\n".join(c.line() for c in checks), summary
+    return "\n".join(check_line(c) for c in checks), summary
 
 
 class DiagnosticsDialog(QDialog):
@@ -58,7 +74,7 @@ class DiagnosticsDialog(QDialog):
         try:
             text, summary = diagnostics_report(model_dirs, self.models_dir)
         except Exception as err:  # noqa: BLE001 - run_checks never raises, but the dialog must not hang
-            text = f"{type(err).__name__}: {err}"
+            text = f"{type(err).__name__}: {translate_message(str(err))}"
             summary = self.tr("The diagnostics could not run: {error}").format(error=type(err).__name__)
         self._relay.done.emit(text, summary)
 

@@ -25,6 +25,7 @@ from cosydesk.audio.formats import FORMATS, format_for_path, writable_formats
 from cosydesk.audio.subtitles import SentenceRange, write_subtitles
 from cosydesk.audio.utterance_export import export_file_stem, sentence_file_paths, write_sentence_files
 from cosydesk.settings import Key, Settings
+from cosydesk.ui.error_text import translate_message
 
 AUDIO, SENTENCES, SUBTITLES = "audio", "sentences", "subtitles"
 SUBTITLE_FILTERS = {".srt": "SubRip subtitles (*.srt)", ".vtt": "WebVTT subtitles (*.vtt)"}
@@ -199,7 +200,8 @@ class WindowExports(QObject):
                 partial=bool(result.cancelled or result.error), sentences=result.sentences)
             self.window.history_panel.add_entry(entry)
         except (ExportError, OSError) as error:
-            self.window.show_message(self.tr("Could not save to history: {e}").format(e=error), True)
+            self.window.show_message(self.tr("Could not save to history: {e}").format(e=translate_message(str(error))),
+                                     True)
 
     def _write(self, result, path: str, kind: str) -> bool:
         utterance = Utterance(result.request.text if result.request else "", result.pcm, result.sample_rate,

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QListWidget, QLis
                                QStyle, QStyledItemDelegate, QToolButton, QVBoxLayout, QWidget)
 
 from cosydesk.audio.export import ExportError
+from cosydesk.ui.error_text import display_message
 from cosydesk.ui.export_actions import AUDIO, SENTENCES, SUBTITLES, Utterance, ask_save_path, write_export
 from cosydesk.ui.history import HistoryEntry, HistoryStore
 
@@ -22,6 +23,7 @@ ID_ROLE = Qt.ItemDataRole.UserRole
 LINES_ROLE = Qt.ItemDataRole.UserRole + 1  # the text lines shown (at most TEXT_LINES)
 DETAILS_ROLE = Qt.ItemDataRole.UserRole + 2
 PARTIAL_ROLE = Qt.ItemDataRole.UserRole + 3
+SEARCH_ROLE = Qt.ItemDataRole.UserRole + 4  # what the search box matches, casefolded once per reload
 TEXT_LINES = 2
 PREVIEW_CHARS = 1000  # of a history entry's text, for its row: far more than a row's width shows
 UNDO_SHOWN_MS = 15_000
@@ -225,7 +227,7 @@ class HistoryPanel(QWidget):
         return "\n".join(text_lines(entry.text) + [self.details(entry)])
 
     def reload(self) -> None:
-        self.problems_label.setText("\n".join(self.store.problems))
+        self.problems_label.setText("\n".join(map(display_message, self.store.problems)))
         self.problems_label.setVisible(bool(self.store.problems))
         current = self.current_id()
         self.list.clear()
@@ -235,6 +237,7 @@ class HistoryPanel(QWidget):
             item.setData(LINES_ROLE, text_lines(entry.text))
             item.setData(DETAILS_ROLE, self.details(entry))
             item.setData(PARTIAL_ROLE, entry.partial)
+            item.setData(SEARCH_ROLE, " ".join((entry.text, entry.voice, entry.style, entry.model)).casefold())
             item.setData(Qt.ItemDataRole.AccessibleTextRole, self.describe(entry))
             item.setToolTip(entry.text[:2000])
             self.list.addItem(item)
@@ -248,9 +251,7 @@ class HistoryPanel(QWidget):
         shown = 0
         for row in range(self.list.count()):
             item = self.list.item(row)
-            entry = self.store.get(item.data(ID_ROLE))
-            haystack = "" if entry is None else " ".join(
-                (entry.text, entry.voice, entry.style, entry.model)).casefold()
+            haystack = item.data(SEARCH_ROLE) or ""
             visible = all(word in haystack for word in words)
             item.setHidden(not visible)
             shown += visible

@@ -12,6 +12,12 @@ from cosydesk.ui.resources import translations_dir
 
 SUPPORTED = ("en", "zh_CN")
 _installed: list[QTranslator] = []
+_current = "en"
+
+
+def current_language() -> str:
+    """The language set_language installed last ('en' until it is called); ui/error_text.py follows it."""
+    return _current
 
 
 def resolve_language(choice: str) -> str:
@@ -24,7 +30,9 @@ def resolve_language(choice: str) -> str:
 def set_language(choice: str) -> str:
     """Install the translators for `choice` ('system', 'en', 'zh_CN'); returns the language now in use."""
     app = QCoreApplication.instance()
+    global _current
     language = resolve_language(choice)
+    _current = language
     for translator in _installed:
         app.removeTranslator(translator)
     _installed.clear()

@@ -15,6 +15,8 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QWidget
 
+from cosydesk.ui.error_text import translate_message
+
 
 class StatusLine(QLabel):
     """A QLabel that never wraps: the text is elided to the width it gets; text() returns the whole text."""
@@ -58,12 +60,12 @@ def show_load_progress(bar: QProgressBar, fraction: float, stage: str) -> None:
     else:
         bar.setRange(0, 100)
         bar.setValue(int(round(100 * min(fraction, 1.0))))
-    bar.setToolTip(stage)
+    bar.setToolTip(translate_message(stage))
 
 
 # The texts below belong to the main window's translation context (lupdate reads these literal calls).
 def loading_text(model_name: str, stage: str, fraction: float) -> str:
-    stage = stage or QCoreApplication.translate("MainWindow", "starting")
+    stage = translate_message(stage) if stage else QCoreApplication.translate("MainWindow", "starting")
     if fraction > 0:
         return QCoreApplication.translate("MainWindow", "Loading {model}: {stage}… {p}%").format(
             model=model_name, stage=stage, p=int(fraction * 100))

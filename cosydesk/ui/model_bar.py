@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from cosydesk import hub
 from cosydesk.settings import Key
 from cosydesk.ui.load_status import show_load_progress
+from cosydesk.ui.error_text import display_message, translate_message
 from cosydesk.ui.model_manager import ModelManagerDialog, known_model_dirs
 from cosydesk.ui.worker import ModelSummary
 
@@ -41,7 +42,7 @@ class ModelBar:
         report = hub.check_model_dir(folder)
         if not report.loadable:
             self.show_message(self.tr("Cannot use {folder}: {problems}").format(
-                folder=folder, problems="; ".join(report.problems)), True)
+                folder=folder, problems="; ".join(map(translate_message, report.problems))), True)
             return False
         self._model_before_load = self.model  # kept when the worker refuses the new folder
         self.settings.set(Key.MODEL_DIR, str(report.path))
@@ -93,7 +94,7 @@ class ModelBar:
         self.refresh_models()
         self._set_state("ready")
         self.show_message(self.tr("{reason}. Still using {name} on {device} ({backend}).").format(
-            reason=message.rstrip("."), name=Path(kept.model_dir).name, device=kept.device, backend=kept.backend), True)
+            reason=display_message(message).rstrip("."), name=Path(kept.model_dir).name, device=kept.device, backend=kept.backend), True)
 
     def _check_runtime_actions(self) -> None:
         """An open Preferences dialog shows the engine settings as they are now (after a reload went back)."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from cosydesk import hub
 from cosydesk.settings import Key, Settings
+from cosydesk.ui.error_text import display_message
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,8 @@ class ModelManagerDialog(QDialog):
                     version=report.version or "?", path=entry.folder)
                 cells = [entry.name, "–" if size is None else f"{size:.1f} GB", offers,
                          self.tr("added") if report.loadable else self.tr("cannot be used")]
-                tooltip = str(entry.folder) if report.loadable else "\n".join([str(entry.folder), *report.problems])
+                tooltip = str(entry.folder) if report.loadable else "\n".join(
+                    [str(entry.folder), *map(display_message, report.problems)])
             else:
                 info = hub.catalogue_entry(entry.name)
                 installed = hub.check_model_dir(entry.folder).loadable
@@ -278,15 +280,18 @@ class ModelManagerDialog(QDialog):
         """Check a folder; explain what is missing, or remember it and offer it. True if usable."""
         report = hub.check_model_dir(folder)
         if not report.loadable:
-            self.status.setText(self.tr("This folder cannot be used:") + "\n• " + "\n• ".join(report.problems)
-                                + ("\n" + self.tr("Also missing:") + "\n• " + "\n• ".join(report.missing_optional)
+            self.status.setText(self.tr("This folder cannot be used:") + "\n• "
+                                + "\n• ".join(map(display_message, report.problems))
+                                + ("\n" + self.tr("Also missing:") + "\n• "
+                                   + "\n• ".join(map(display_message, report.missing_optional))
                                    if report.missing_optional else ""))
             return False
         extra = [p for p in self.settings.get(Key.EXTRA_MODEL_DIRS) if p != str(report.path)]
         self.settings.set(Key.EXTRA_MODEL_DIRS, extra + [str(report.path)])
         message = self.tr("Added {folder} ({version} model).").format(folder=report.path, version=report.version)
         if report.missing_optional:
-            message += "\n" + self.tr("It works, but:") + "\n• " + "\n• ".join(report.missing_optional)
+            message += "\n" + self.tr("It works, but:") + "\n• " + "\n• ".join(map(display_message,
+                                                                                  report.missing_optional))
         self.status.setText(message)
         self.refresh()
         self.select(str(report.path))
@@ -334,7 +339,7 @@ class ModelManagerDialog(QDialog):
     def _on_failed(self, message: str, cancelled: bool) -> None:
         self._end_download()
         self.status.setText(self.tr("Download cancelled; starting it again resumes where it stopped.")
-                            if cancelled else message)
+                            if cancelled else display_message(message))
 
     def _end_download(self) -> None:
         thread, self._thread, self._worker = self._thread, None, None

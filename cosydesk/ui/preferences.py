@@ -26,6 +26,7 @@ from cosydesk.audio.formats import FORMATS
 from cosydesk.settings import RANGES, Key, Settings
 from cosydesk.ui import engine_choices
 from cosydesk.ui.engine_choices import Capabilities
+from cosydesk.ui.error_text import translate_message
 
 # the export format table's keys and labels (one table for the app, the CLI and the server)
 ENGINE_KEYS = (Key.DEVICE, Key.BACKEND, Key.PRECISION)
@@ -266,6 +267,8 @@ class PreferencesDialog(QDialog):
 
     def _why(self, reason: str) -> str:
         text = self._t(reason)
+        if text == reason:  # a reason with a value in it (engine_choices' f-strings): the message tables
+            text = translate_message(reason)
         return text[:1].upper() + text[1:]
 
     def choice_enabled(self, combo: QComboBox, value: str) -> bool:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from cosydesk.runtime.types import Request
+from cosydesk.ui.error_text import translate_message
 from cosydesk.ui.voice_bar import PROFILE
 from cosydesk.ui.worker import ChunkInfo, SentenceCount, UtteranceResult
 
@@ -150,4 +151,4 @@ class SpeakControl:
             self._set_state("ready")  # else once the audio has been heard (_tick)
 
     def _on_audio_error(self, message: str) -> None:
-        self.show_message(self.tr("Audio: {m}").format(m=message), True)
+        self.show_message(self.tr("Audio: {m}").format(m=translate_message(message)), True)

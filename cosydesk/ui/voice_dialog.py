@@ -15,6 +15,7 @@ from cosydesk.audio.profiles import (MAX_SECONDS, ProfileError, VoiceProfile, Vo
                                      load_prompt_audio)
 from cosydesk.audio.recorder import MicRecorder
 from cosydesk.ui.drops import FileDrops
+from cosydesk.ui.error_text import display_message
 
 
 class VoiceProfileDialog(FileDrops, QDialog):
@@ -143,7 +144,7 @@ class VoiceProfileDialog(FileDrops, QDialog):
 
     # -- save -------------------------------------------------------------------------------------------
     def _show_problems(self, problems: list[str]) -> None:
-        self.problems_label.setText("\n".join(f"• {p}" for p in problems))
+        self.problems_label.setText("\n".join(f"• {display_message(p)}" for p in problems))
 
     def save(self) -> bool:
         if self.pcm is None:

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QInputDia
 
 from cosydesk.audio.export import read_audio
 from cosydesk.audio.profiles import ProfileError, VoiceProfileStore
+from cosydesk.ui.error_text import display_message
 from cosydesk.ui.history_panel import DETAILS_ROLE, LINES_ROLE, HistoryRowDelegate
 from cosydesk.ui.voice_dialog import VoiceProfileDialog
 
@@ -86,7 +87,7 @@ class VoiceManagerDialog(QDialog):
                 self.list.setCurrentItem(item)
         if self.list.currentItem() is None and self.list.count():
             self.list.setCurrentRow(0)
-        self.problems_label.setText("\n".join(self.store.problems))
+        self.problems_label.setText("\n".join(map(display_message, self.store.problems)))
         self.problems_label.setVisible(bool(self.store.problems))
         self._update_buttons()
 
@@ -101,7 +102,7 @@ class VoiceManagerDialog(QDialog):
         self.buttons["preview"].setEnabled(has and self._preview is not None)
 
     def _say(self, problems: list[str]) -> None:
-        self.problems_label.setText("\n".join(f"• {p}" for p in problems))
+        self.problems_label.setText("\n".join(f"• {display_message(p)}" for p in problems))
         self.problems_label.setVisible(bool(problems))
 
     def preview_current(self) -> bool:

@@ -16,6 +16,7 @@ from cosydesk.settings import Key
 # job runs: at 100 ms all the time it cost ~2 % of a core in an idle window (tools/idle_cpu.py).
 BUSY_TICK_MS = 100
 IDLE_TICK_MS = 500
+from cosydesk.ui.error_text import display_message
 from cosydesk.ui.load_status import loading_text, speak_tooltip
 
 
@@ -24,7 +25,7 @@ class WindowStatus:
 
     def show_message(self, text: str, is_error: bool = False) -> None:
         """One message line under the editor; its colour comes from the theme (theme.message_style)."""
-        text = text[:1].upper() + text[1:] if text else text  # engine messages may start in lower case
+        text = display_message(text)  # engine messages: in the UI's language, starting with a capital letter
         self.error_label.setText(text)
         self.error_label.setProperty("message", "error" if is_error else "ok")
         self.error_label.style().unpolish(self.error_label)

@@ -29,6 +29,7 @@ from cosydesk.audio.subtitles import SentenceRange, SentenceTimeline
 from cosydesk.runtime.types import Request
 from cosydesk.serve.turns import GatedSynth, TurnGate
 from cosydesk.telemetry.recorder import LatencyRecorder
+from cosydesk.ui.error_text import sentence_case
 
 WARMUP_TEXT = "Hello."
 # Measured chunk RTF (compute time / audio time, smoothed) above which synthesis cannot keep up with playback:
@@ -107,8 +108,6 @@ def _default_folder_check(model_dir: str) -> None:
     check_model_folder(model_dir)
 
 
-def _sentence_case(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _describe(error: BaseException) -> str:
@@ -284,7 +283,7 @@ class SynthWorker(QObject):
                 token = self._play(np.concatenate(held), token, cancel)
             counter.finish(self.sentencesCounted.emit, cancel)
         except Exception as exc:  # noqa: BLE001 - bad input, runtime faults: one message, app stays usable
-            error = _sentence_case(_describe(exc))  # shown as the message line: a sentence
+            error = sentence_case(_describe(exc))  # shown as the message line: a sentence
         finally:
             self._set_buffering(job_id, False, buffering)
             if self.player is not None:

@@ -21,11 +21,12 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO_ROOT
+
+REPO = REPO_ROOT
 
 PLAY_WHILE_HOGGING = textwrap.dedent("""
     import sys, threading, time

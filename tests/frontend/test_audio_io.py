@@ -189,7 +189,7 @@ def test_resampling_30_s_at_44101_hz_peaks_below_200_mb():
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests.support.paths import REPO_ROOT
 
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-c", PEAK_PROBE], capture_output=True, text=True, env=env,

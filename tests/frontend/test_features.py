@@ -23,7 +23,7 @@ from cosydesk.frontend.features import (
     whisper_log_mel,
 )
 from cosydesk.model.config import read_yaml
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 def _tone(sample_rate: int, seconds: float) -> torch.Tensor:

@@ -16,7 +16,7 @@ from cosydesk.frontend.tokenizer import (
     load_tokenizer,
 )
 from cosydesk.testing.tiny_assets import write_blanken_tokenizer
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 def test_v1_ids_match_official_fixture(golden_v1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cosydesk.model.config import ConfigError, Node, load_model_config, read_yaml
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 @pytest.mark.parametrize("version,name", [("v1", "cosyvoice.yaml"), ("v2", "cosyvoice2.yaml"), ("v3", "cosyvoice3.yaml")])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import assert_close, fixture_dir
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir
 from cosydesk.model.checkpoint import load_strict, read_state_dict
 from cosydesk.model.config import read_yaml
 from cosydesk.model.dit import DiT, attention_masks

@@ -12,7 +12,8 @@ from cosydesk.model.checkpoint import load_strict, read_state_dict
 from cosydesk.model.config import read_yaml
 from cosydesk.model.flow import CausalMaskedDiffWithXvec, MaskedDiffWithXvec, build_flow
 from cosydesk.model.length_regulator import InterpolateRegulator, frames_for_tokens
-from tests.conftest import assert_close, fixture_dir
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir
 
 YAML = {"v1": "cosyvoice.yaml", "v2": "cosyvoice2.yaml"}
 

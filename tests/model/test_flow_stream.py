@@ -12,7 +12,8 @@ import torch
 from cosydesk.model import flow_stream, load
 from cosydesk.runtime.schedule import CausalChunkSchedule
 from cosydesk.testing.random_flow import MID, random_flow
-from tests.conftest import assert_close, fixture_dir, load_golden
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir, load_golden
 
 # Between the tiny fixtures and MID: several layers of every kind, quick enough for the default test run.
 SMALL = dict(MID, enc_dim=64, enc_heads=2, enc_units=128, enc_blocks=2, unet_channels_v2="[64]", unet_head_dim=16,

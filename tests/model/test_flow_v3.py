@@ -12,7 +12,8 @@ from cosydesk.model.config import read_yaml
 from cosydesk.model.dit import DiT
 from cosydesk.model.cfm import fixed_start_noise as fixed_noise
 from cosydesk.model.flow_v3 import CausalMaskedDiffWithDiT
-from tests.conftest import assert_close, fixture_dir
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir
 
 ATOL = 1e-4
 

@@ -20,7 +20,8 @@ from cosydesk.model.checkpoint import CheckpointError, load_strict, read_state_d
 from cosydesk.model.config import read_yaml
 from cosydesk.model.hift import CausalHiFTGenerator, HiFTGenerator, NsfDraws, build_hift, overlap_add_istft
 from cosydesk.model.hift_source import FixedSourceNoise, regenerate_v3_noise
-from tests.conftest import assert_close, fixture_dir
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir
 
 YAML = {"v1": "cosyvoice.yaml", "v2": "cosyvoice2.yaml", "v3": "cosyvoice3.yaml"}
 STREAM_CACHE = {"v1": 5120, "v2": 3840}  # source samples the official streaming carries over

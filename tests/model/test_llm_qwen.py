@@ -20,7 +20,8 @@ from cosydesk.model.llm_qwen import (
     count_parameters,
     has_end_of_prompt,
 )
-from tests.conftest import assert_close, fixture_dir
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir
 
 YAML = {"v2": "cosyvoice2.yaml", "v3": "cosyvoice3.yaml"}
 NO_IDS = torch.zeros(1, 0, dtype=torch.int32)

@@ -7,7 +7,8 @@ import copy
 import pytest
 import torch
 
-from tests.conftest import assert_close, fixture_dir, official_v1_llm, v1_llm_case
+from tests.conftest import assert_close, official_v1_llm, v1_llm_case
+from tests.support.paths import fixture_dir
 from cosydesk.model.config import read_yaml
 from cosydesk.model.llm_v1 import TransformerLM
 

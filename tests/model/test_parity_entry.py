@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import cosydesk.model
-from tests.conftest import assert_close, fixture_dir, load_golden
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir, load_golden
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,7 +18,7 @@ from cosydesk.model.sampling import (
     sample_nucleus,
     teacher_forced_logits,
 )
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 def _logits_for(probs: list[float]) -> torch.Tensor:

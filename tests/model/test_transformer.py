@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tests.conftest import assert_close, fixture_dir
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir
 from cosydesk.model.attention import RelPositionMultiHeadedAttention, skew_relative_scores
 from cosydesk.model.checkpoint import load_strict, read_state_dict
 from cosydesk.model.config import read_yaml

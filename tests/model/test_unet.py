@@ -8,7 +8,8 @@ import torch
 from cosydesk.model.checkpoint import load_strict, read_state_dict
 from cosydesk.model.config import read_yaml
 from cosydesk.model.unet import CausalConditionalDecoder, ConditionalDecoder, attention_allowed, build_estimator
-from tests.conftest import assert_close, fixture_dir
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir
 
 YAML = {"v1": "cosyvoice.yaml", "v2": "cosyvoice2.yaml"}
 PREFIX = "decoder.estimator."

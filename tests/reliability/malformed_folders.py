@@ -12,8 +12,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "malformed_model_folders.json"
-CASES: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["cases"]
+from tests.support.paths import load_test_data
+
+CASES: list[dict[str, Any]] = load_test_data("malformed_model_folders.json")["cases"]
 YAML_NAMES = {"v1": "cosyvoice.yaml", "v2": "cosyvoice2.yaml", "v3": "cosyvoice3.yaml"}
 
 

@@ -9,7 +9,6 @@ real subprocess for invalid UTF-8 bytes on the command line (the only way a file
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,11 +22,11 @@ import soundfile as sf
 import torch
 
 from cosydesk.runtime import Request, Synthesizer
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT, load_test_data
 
 torch.set_num_threads(1)
 
-CORPUS = json.loads((Path(__file__).resolve().parents[1] / "data" / "bad_inputs.json").read_text(encoding="utf-8"))
+CORPUS = load_test_data("bad_inputs.json")
 TEXT_CASES = {case["id"]: case for case in CORPUS["text_cases"]}
 PROMPT_CASES = {case["id"]: case for case in CORPUS["prompt_cases"]}
 HANG_LIMIT_S = 60.0  # far above anything the tiny model needs; reaching it means a hang

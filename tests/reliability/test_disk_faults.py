@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cosydesk.audio import export
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 # fault -> (errno raised by the OS, fragment of the one-line message)
 FAULTS = {

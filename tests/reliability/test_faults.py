@@ -5,7 +5,7 @@ Each must end in working audio or one clear message, leave nothing half-written,
 Covered elsewhere (not repeated here): the Player alone losing and regaining its device
 (tests/audio/test_player.py::test_device_vanishes_mid_playback_then_recovers), write_audio on a full disk
 (tests/audio/test_ringbuffer_export.py::test_disk_full_leaves_no_partial_file), corrupt/stale/foreign
-TensorRT engine cache entries (tests/runtime/test_tensorrt_cache.py::test_corrupt_entries_are_rebuilt and
+TensorRT engine cache entries (tests/runtime/backends/tensorrt/test_tensorrt_cache.py::test_corrupt_entries_are_rebuilt and
 test_stale_and_foreign_entries_are_rebuilt_in_place).
 """
 

@@ -3,20 +3,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.reliability.malformed_folders import CASES, make_case_folder
 
 CASE = next(case for case in CASES if case["id"] == "spk2info_wrong_embedding_shape")
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "userdata"
-    folder.mkdir()
-    monkeypatch.setenv("COSYDESK_DATA_DIR", str(folder))
-    monkeypatch.setenv("COSYDESK_MODELS_DIR", str(tmp_path / "models"))
-    return folder
 
 
 def _cli_line(folder, capsys) -> str:

@@ -126,7 +126,7 @@ def test_the_onnx_copy_still_clones_a_voice_after_the_cases(prompt_synth, prompt
 
 @pytest.mark.parametrize("case_id", ["zero_heads", "llm_pt_symlink_outside"])
 def test_subprocess_exit_status_and_single_stderr_line(case_id, originals, tmp_path):
-    from tests.conftest import REPO_ROOT
+    from tests.support.paths import REPO_ROOT
 
     case = CASE_BY_ID[case_id]
     folder = make_case_folder(case, originals, tmp_path)

@@ -14,7 +14,7 @@ import soundfile as sf
 import torch
 
 from cosydesk.runtime import Request, Synthesizer
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 torch.set_num_threads(1)
 

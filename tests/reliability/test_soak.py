@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_sixty_utterances_keep_memory_and_threads_flat(tiny_v2_dir):

@@ -21,9 +21,9 @@ import pytest
 
 from cosydesk.audio.profiles import VoiceProfileStore
 from cosydesk.ui.history import HistoryStore
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT, load_test_data
 
-CORPUS = json.loads((Path(__file__).resolve().parents[1] / "data" / "bad_state_files.json").read_text(encoding="utf-8"))
+CORPUS = load_test_data("bad_state_files.json")
 INDEX_CASES = {case["id"]: case for case in CORPUS["history_index_cases"]}
 ESCAPE_CASES = {case["id"]: case for case in CORPUS["history_escape_cases"]}
 PROFILE_CASES = {case["id"]: case for case in CORPUS["profile_cases"]}

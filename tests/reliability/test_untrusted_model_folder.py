@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from cosydesk.model.config import ConfigError, read_yaml
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir, load_test_data
 
-CORPUS = json.loads((Path(__file__).resolve().parents[1] / "data" / "hostile_model_files.json").read_text(encoding="utf-8"))
+CORPUS = load_test_data("hostile_model_files.json")
 YAML_CASES = {case["id"]: case for case in CORPUS["yaml_cases"]}
 REFUSE_WITHIN_S = 3.0  # the slowest case (200,000 '[') takes ~0.3 s on 2 CPU cores
 
@@ -142,7 +142,7 @@ def test_custom_code_in_blanken_is_refused_and_never_run(which, tiny_v2_dir, tmp
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests.support.paths import REPO_ROOT
 
     folder = _with_custom_code(tiny_v2_dir, tmp_path, which)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}

@@ -293,3 +293,30 @@ def test_chunk_spans_point_into_the_request_text(tiny_v2_dir):
     assert spans[0][0] == 1  # the bell character was dropped, the span still counts it
     assert spans[-1][1] == len(text) and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
     assert [c.sentence_index for c in chunks] == sorted(c.sentence_index for c in chunks)
+
+
+def test_a_model_switch_checks_the_folder_once_unless_it_changed(tiny_v2_dir, tmp_path, monkeypatch):
+    """The app checks a folder before dropping its model, then loads it: the load reuses that check (the weights
+    are read and NaN-scanned once), but not when a file changed in between."""
+    import os
+    import shutil
+
+    from cosydesk.model import validate
+    from cosydesk.runtime import synthesizer
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_v2_dir, folder)
+    calls = []
+    real = validate.check_model_folder
+    monkeypatch.setattr(validate, "check_model_folder", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+
+    synthesizer.check_model_folder(folder)
+    Synthesizer(folder, device="cpu")
+    assert len(calls) == 1
+
+    synthesizer.check_model_folder(folder)
+    stat = (folder / "flow.pt").stat()
+    os.utime(folder / "flow.pt", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    Synthesizer(folder, device="cpu")
+    assert len(calls) == 3
+    assert not synthesizer._prechecked  # nothing memory-mapped is kept after the load

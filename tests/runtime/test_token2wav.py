@@ -12,7 +12,8 @@ from cosydesk.model import load
 from cosydesk.runtime import stream_token2wav
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
 from cosydesk.runtime.token2wav import Token2Wav
-from tests.conftest import assert_close, fixture_dir, golden_meta, load_golden
+from tests.conftest import assert_close
+from tests.support.paths import fixture_dir, golden_meta, load_golden
 
 
 WAVE_ATOL_E2E = 1e-2

@@ -12,7 +12,7 @@ from cosydesk.model import load
 from cosydesk.model.hift_stream import CausalHiFTStream
 from cosydesk.runtime.schedule import CausalChunkSchedule
 from cosydesk.runtime.token2wav import Token2Wav
-from tests.conftest import fixture_dir, load_golden
+from tests.support.paths import fixture_dir, load_golden
 
 WAVE_ATOL = 1e-3  # task bound; measured on the tiny model: <= 5e-6
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from tests.serve.conftest import SHORT_TEXT, openai
 
 

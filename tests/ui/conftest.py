@@ -19,15 +19,6 @@ ALSA_CAPTURE = install_alsa_file_capture(tempfile.mkdtemp(prefix=f"cosydesk-alsa
 
 
 @pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "userdata"
-    folder.mkdir()
-    monkeypatch.setenv("COSYDESK_DATA_DIR", str(folder))
-    monkeypatch.setenv("COSYDESK_MODELS_DIR", str(tmp_path / "models"))
-    return folder
-
-
-@pytest.fixture
 def fake_model_dir(tmp_path):
     """A folder that passes the layout check (the fake synthesizer never reads it)."""
     folder = tmp_path / "FakeModel"

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 DRIVER = REPO_ROOT / "tests" / "ui" / "close_driver.py"
 EXIT_WITHIN_S = 1.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cosydesk import hub
 from cosydesk.settings import Key, Settings
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 from tests.ui.fake_synth import factory
 from tests.ui.helpers import make_window
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from cosydesk import qt_platform
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11 / xcb is the Linux platform")
 

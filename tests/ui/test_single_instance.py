@@ -22,7 +22,7 @@ import pytest
 
 from cosydesk.ui import single_instance
 from cosydesk.ui.single_instance import LocalCommandServer, SingleInstance, parse_message, server_name
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the raw-socket clients here are AF_UNIX")
 DRIVER = REPO_ROOT / "tests" / "ui" / "instance_driver.py"

@@ -13,7 +13,7 @@ Lengths outside the engine profile (or a batch other than the CFG pair) fall bac
 which the adapter keeps (float16), so a very short or very long utterance still synthesises.
 
 Never executed on a GPU so far: only the binding logic is tested on the CPU against fake contexts
-(tests/runtime/test_tensorrt_backend.py); the end-to-end test is marked `gpu`.
+(tests/runtime/backends/tensorrt/test_tensorrt_backend.py); the end-to-end test is marked `gpu`.
 
 What this module must not do: build or cache engines itself (engines.py / cache.py), or pick the backend.
 """

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from cosydesk.runtime.tensorrt.flavour import load_flavour
-from tests.conftest import REPO_ROOT, fixture_dir
+from tests.support.paths import REPO_ROOT, fixture_dir
 
 pytestmark = [
     pytest.mark.slow,

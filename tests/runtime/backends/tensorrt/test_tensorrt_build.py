@@ -25,7 +25,7 @@ from cosydesk.runtime.tensorrt.builder import (
 )
 from cosydesk.runtime.tensorrt.flavour import load_flavour
 from cosydesk.runtime.tensorrt.onnx_export import export_estimator
-from tests.runtime.test_tensorrt_export import StandInEstimator
+from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
 RTX = load_flavour("tensorrt_rtx")
 needs_rtx = pytest.mark.skipif(RTX is None, reason="tensorrt_rtx not installed (pip install tensorrt-rtx-cu13)")

@@ -207,7 +207,7 @@ def test_free_length_calls_replay_padded_graphs_on_the_gpu(request, version, cal
     """With the padded graphs on (v2's final chunks and v1's calls, both by default) a free-length call replays
     a padded graph (no eager call) and gives what the same float16 vocoder gives eagerly on the unpadded mel;
     repeated calls allocate nothing."""
-    from tests.runtime.test_cudagraph import _graph_model
+    from tests.runtime.backends.cudagraph.test_cudagraph import _graph_model
 
     monkeypatch.setenv("COSYDESK_FINAL_HIFT_GRAPHS", "1")
     monkeypatch.setenv("COSYDESK_V1_HIFT_GRAPHS", "1")
@@ -240,7 +240,7 @@ def test_v1_streamed_requests_replay_vocoder_graphs_and_reserve_nothing_new(tiny
     import numpy as np
 
     from cosydesk.runtime.token2wav import stream_token2wav
-    from tests.runtime.test_cudagraph import _graph_model
+    from tests.runtime.backends.cudagraph.test_cudagraph import _graph_model
 
     monkeypatch.delenv("COSYDESK_V1_HIFT_GRAPHS", raising=False)
     model = _graph_model(tiny_v1)

@@ -229,7 +229,7 @@ def test_tiny_v2_flow_tensorrt_matches_eager_fp32(tmp_path):
         pytest.skip(reason)
     from cosydesk.model import load
     from cosydesk.runtime.backends import accelerate
-    from tests.conftest import fixture_dir
+    from tests.support.paths import fixture_dir
 
     model_dir = fixture_dir("v2") / "model"
     reference = load(model_dir, device="cuda", dtype=torch.float32)
@@ -275,7 +275,7 @@ def test_assembly_rebuilds_once_after_a_load_failure_and_reports_progress(monkey
     from cosydesk.runtime.tensorrt import runner as runner_mod
     from cosydesk.runtime.tensorrt import torch_bridge
     from cosydesk.runtime.tensorrt.cache import EngineCache
-    from tests.conftest import fixture_dir
+    from tests.support.paths import fixture_dir
 
     monkeypatch.setattr(torch_bridge, "unavailable_reason", lambda: None)
     monkeypatch.setattr(flavour_mod, "usable_flavours", lambda cc=None: [FakeFlavour()])
@@ -329,12 +329,10 @@ def test_assembly_rebuilds_once_after_a_load_failure_and_reports_progress(monkey
 
 
 def test_default_engines_dir(monkeypatch, tmp_path):
-    from pathlib import Path
-
     from cosydesk.runtime.tensorrt.torch_bridge import ENGINES_DIR_ENV, default_engines_dir
+    from tests.support.paths import REPO_ROOT
 
     monkeypatch.setenv(ENGINES_DIR_ENV, str(tmp_path / "e"))
     assert default_engines_dir() == tmp_path / "e"
     monkeypatch.delenv(ENGINES_DIR_ENV)
-    repo = Path(__file__).resolve().parents[2]  # running from this checkout: <repo>/engines
-    assert default_engines_dir() == repo / "engines"
+    assert default_engines_dir() == REPO_ROOT / "engines"  # running from this checkout: <repo>/engines

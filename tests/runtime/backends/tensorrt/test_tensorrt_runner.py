@@ -56,7 +56,7 @@ def test_unsupported_gpu_is_refused_cleanly(tmp_path):
     if rtx is None or CC in rtx.rtx_targets():
         pytest.skip("needs tensorrt_rtx on a GPU outside its targets (e.g. an H200, cc 9.0)")
     from cosydesk.runtime.tensorrt.runner import EngineLoadError, EngineRunner, SharedActivationArea
-    from tests.runtime.test_tensorrt_export import StandInEstimator
+    from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
     path = export_estimator(StandInEstimator().eval(), tmp_path / "e.onnx", "fp32", max_frames=256).path
     plan = build_engine(path, estimator_profile(BucketSet("f", (16, 64))), "fp32", rtx, target_cc=(8, 6))
@@ -70,7 +70,7 @@ def test_contexts_share_one_activation_area_and_match_onnxruntime(tmp_path, prec
     import onnxruntime as ort
 
     from cosydesk.runtime.tensorrt.runner import CudaStream, EngineRunner, SharedActivationArea, mem_get_info
-    from tests.runtime.test_tensorrt_export import StandInEstimator
+    from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
     flavour = FLAVOURS[0]
     torch.manual_seed(0)
@@ -107,7 +107,7 @@ def test_contexts_share_one_activation_area_and_match_onnxruntime(tmp_path, prec
 @needs_runtime
 def test_shape_outside_profile_is_rejected(tmp_path):
     from cosydesk.runtime.tensorrt.runner import CudaStream, EngineRunner, SharedActivationArea
-    from tests.runtime.test_tensorrt_export import StandInEstimator
+    from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
     flavour = FLAVOURS[0]
     path = export_estimator(StandInEstimator().eval(), tmp_path / "e.onnx", "fp32", max_frames=512).path

@@ -14,7 +14,7 @@ from cosydesk.runtime.tensorrt.builder import build_engine, estimator_profile
 from cosydesk.runtime.tensorrt.cache import EngineCache, EngineKey, sha256_files
 from cosydesk.runtime.tensorrt.flavour import load_flavour
 from cosydesk.runtime.tensorrt.onnx_export import export_estimator
-from tests.runtime.test_tensorrt_export import StandInEstimator
+from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
 KEY = EngineKey(model_sha256="a" * 64, module="flow_estimator", precision="fp16", profile="x:2x80x16/2x80x240/2x80x3008",
                 flavour="tensorrt_rtx", trt_version="1.7.1.116", gpu="sm86")

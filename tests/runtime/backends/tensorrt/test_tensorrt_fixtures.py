@@ -30,7 +30,7 @@ from cosydesk.runtime.tensorrt.onnx_export import (
     export_estimator,
     fp16_sensitive_nodes,
 )
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 pytestmark = pytest.mark.slow
 
