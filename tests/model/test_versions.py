@@ -8,7 +8,7 @@ import pytest
 
 from cosydesk.model.config import read_yaml
 from cosydesk.model.versions import VERSIONS, constants, per_version
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "v3"])

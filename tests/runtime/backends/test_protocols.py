@@ -15,8 +15,9 @@ from cosydesk.runtime.backends import HalfHift, accelerate
 from cosydesk.runtime.backends.protocols import (BackendModel, DeviceLoopLM, Flow, FlowSolver, IncrementalFlow,
                                                  SpeechLM, SteppedSolver, Vocoder)
 from tests.conftest import tiny_model
+from tests.support.paths import REPO_ROOT
 
-RUNTIME = Path(__file__).resolve().parents[2] / "cosydesk" / "runtime"
+RUNTIME = REPO_ROOT / "cosydesk" / "runtime"
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "v3"])
