@@ -24,7 +24,8 @@ import torch
 
 from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
-from cosydesk.model.transformer import ConformerEncoder, UpsampleConformerEncoder
+from cosydesk.model.transformer import ConformerEncoder
+from cosydesk.model.upsample_encoder import UpsampleConformerEncoder
 from cosydesk.model.versions import per_version
 from cosydesk.runtime.buckets import step_buckets, tiered_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
