@@ -74,34 +74,47 @@ def kernel_paths(model) -> dict:
     decode steps the LLM queues ahead of each read (``COSYDESK_DECODE_AHEAD``; None: no decode-ahead loop), and how
     many padded graphs serve the vocoder's free-length calls (v2's final chunks, ``COSYDESK_FINAL_HIFT_GRAPHS``;
     v1's calls, ``COSYDESK_V1_HIFT_GRAPHS``)."""
+    import sys
+
+    from cosydesk.runtime.cudagraph.causal_hift import GraphedCausalHift
+    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
+    from cosydesk.runtime.cudagraph.hift import GraphedHift
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.cudagraph.static_lm import StaticSpeechLM
+
     llm = model.llm
-    if getattr(llm, "triton_decoder", None) is not None:
+    static = isinstance(llm, StaticSpeechLM)
+    if isinstance(llm, StaticQwenLM) and llm.triton_decoder is not None:
         decode = "triton"
-    elif hasattr(llm, "decode_layer"):
+    elif static:
         decode = "static torch"
     else:
         decode = "module"
-    estimator = getattr(getattr(model.flow, "decoder", None), "estimator", None)
-    blocks = 0 if estimator is None else sum(type(m).__name__ == "KernelTransformerBlock" for m in estimator.modules())
-    if getattr(llm, "select_kernel", None) is not None:
-        select = "triton"
-    else:
-        select = "device torch" if hasattr(llm, "selector") else "host"
-    rows = type(estimator).__name__ == "RowCausalDecoder"
-    encoder_graphs = len(getattr(getattr(model.flow, "encoder", None), "graphs", None) or {})
-    decoder = getattr(model.flow, "decoder", None)
-    flow_buckets = list(getattr(decoder, "buckets", None) or [])
-    return {"flow_graphs": len(getattr(decoder, "graphs", None) or {}),
-            "flow_max_bucket": flow_buckets[-1] if flow_buckets else None,
+    select = ("triton" if llm.select_kernel is not None else "device torch") if static else "host"
+    decoder = model.flow.decoder
+    estimator = decoder.estimator
+    # the Triton rewrites exist only once their modules were imported (they need Triton)
+    kernels = sys.modules.get("cosydesk.runtime.cudagraph.flow_kernels")
+    rows = sys.modules.get("cosydesk.runtime.cudagraph.row_estimator")
+    blocks = 0 if kernels is None else sum(isinstance(m, kernels.KernelTransformerBlock) for m in estimator.modules())
+    graphed = isinstance(decoder, GraphedSampler)
+    encoder = getattr(model.flow, "encoder", None)  # v3's flow has none
+    encoder_graphed = isinstance(encoder, (GraphedEncoder, GraphedFullAttentionEncoder))
+    causal_hift = isinstance(model.hift, GraphedCausalHift)
+    return {"flow_graphs": len(decoder.graphs) if graphed else 0,
+            "flow_max_bucket": decoder.buckets[-1] if graphed and decoder.buckets else None,
             # calls that ran the eager solver (longer than every bucket, or not captured), timed and fidelity passes
-            "flow_eager_calls": getattr(decoder, "eager_calls", None),
-            "encoder_eager_calls": getattr(getattr(model.flow, "encoder", None), "eager_calls", None),
-            "llm_decode": decode, "token_select": select, "llm_decode_ahead": getattr(llm, "ahead", None),
-            "flow_triton_blocks": blocks, "flow_row_estimator": rows, "flow_encoder_graphs": encoder_graphs,
-            "hift_final_graphs": len(getattr(model.hift, "padded", {})),
+            "flow_eager_calls": decoder.eager_calls if graphed else None,
+            "encoder_eager_calls": encoder.eager_calls if encoder_graphed else None,
+            "llm_decode": decode, "token_select": select, "llm_decode_ahead": llm.ahead if static else None,
+            "flow_triton_blocks": blocks,
+            "flow_row_estimator": rows is not None and isinstance(estimator, rows.RowCausalDecoder),
+            "flow_encoder_graphs": len(encoder.graphs) if encoder_graphed else 0,
+            "hift_final_graphs": len(model.hift.padded) if isinstance(model.hift, GraphedHift) else 0,
             # v3: the causal vocoder stream's window graphs, and its windows that ran eager
-            "hift_window_graphs": len(getattr(model.hift, "graphs", {})) if model.version == "v3" else 0,
-            "hift_eager_calls": getattr(model.hift, "eager_calls", None)}
+            "hift_window_graphs": len(model.hift.graphs) if causal_hift else 0,
+            "hift_eager_calls": model.hift.eager_calls if causal_hift or isinstance(model.hift, GraphedHift) else None}
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,
@@ -179,8 +192,10 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
 
     # fidelity / stage pass (untimed for the metrics above; syncs around every stage)
     record: dict = {}
+    # v3's causal HiFT streams through CausalHiFTStream, which never calls the recorded methods: left unwrapped
+    hift = model.hift if model.version == "v3" else HiftRecorder(model.hift, lambda: _cuda_sync_all(model), record, "hift")
     fid_model = dataclasses.replace(model, flow=FlowRecorder(model.flow, lambda: _cuda_sync_all(model), record, "flow"),
-                                    hift=HiftRecorder(model.hift, lambda: _cuda_sync_all(model), record, "hift"))
+                                    hift=hift)
     waves = []
     fid_stats = LLMStats()
     fidelity_n = len(fidelity_sentences)

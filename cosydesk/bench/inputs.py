@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+from cosydesk.model.versions import V2, VERSIONS, per_version
+
 
 
 def _resources_dir() -> Path:
@@ -24,10 +26,12 @@ _RESOURCES = _resources_dir()
 # frontend's splitter makes of paragraphs); --corpus also takes a file.
 CORPORA = {"short": _RESOURCES / "bench_corpus_zh.txt", "long": _RESOURCES / "bench_corpus_zh_long.txt"}
 DEFAULT_CORPUS = CORPORA["short"]
-TOKENS_PER_SECOND = 25
+TOKENS_PER_SECOND = V2.speech_tokens_per_second  # the forced-token rate of every version's run (as before)
 CHARS_PER_SECOND = 4
-PROMPT = {"v1": (20, 34), "v2": (20, 40), "v3": (20, 40)}  # (prompt speech tokens, prompt mel frames)
-SPEECH_VOCAB = {"v1": 4096, "v2": 6561, "v3": 6561}
+PROMPT_TOKENS = 20
+# (prompt speech tokens, prompt mel frames): v1 (20, 34), v2/v3 (20, 40)
+PROMPT = {v: (PROMPT_TOKENS, c.mel_frames_for_tokens(PROMPT_TOKENS)) for v, c in VERSIONS.items()}
+SPEECH_VOCAB = per_version("speech_vocab")
 PROMPT_TEXT_IDS = 8
 
 
@@ -129,8 +133,10 @@ def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_strea
     """A runtime TokenSource running the real LLM (and ``sampler``, see make_chooser) but emitting the forced ids."""
     import torch
 
+    from cosydesk.runtime.backends.protocols import DeviceLoopLM
+
     choose = make_chooser(sampler, seed)  # also rejects an unknown sampler name for either loop
-    own_loop = getattr(model.llm, "generate_speech_tokens", None)
+    own_loop = model.llm.generate_speech_tokens if isinstance(model.llm, DeviceLoopLM) else None
 
     def generic_loop(args):
         logits, state = model.llm.prefill(*args)

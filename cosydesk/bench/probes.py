@@ -53,11 +53,10 @@ class MemoryProbe:
 # stage timing / recording proxies (fidelity pass only: they synchronise)
 # --------------------------------------------------------------------------------------------------------
 class _Recorder:
+    """Times the wrapped part's calls (synchronised around each); explicit methods only, no attribute forwarding."""
+
     def __init__(self, inner, sync, log: dict, name: str):
         self._inner, self._sync, self._log, self._name = inner, sync, log, name
-
-    def __getattr__(self, item):
-        return getattr(self._inner, item)
 
     def _timed(self, method: str, *args, **kwargs):
         self._sync()
@@ -69,6 +68,17 @@ class _Recorder:
 
 
 class FlowRecorder(_Recorder):
+    """A ``protocols.Flow`` that records each call's time and mel; incremental where the wrapped flow is."""
+
+    @property
+    def decoder(self):
+        return self._inner.decoder
+
+    def stream_state(self):
+        from cosydesk.runtime.backends.protocols import IncrementalFlow
+
+        return self._inner.stream_state() if isinstance(self._inner, IncrementalFlow) else None
+
     def _keep(self, mel):
         self._log.setdefault("mels", []).append(mel.detach().float().cpu())
 
@@ -84,6 +94,8 @@ class FlowRecorder(_Recorder):
 
 
 class HiftRecorder(_Recorder):
+    """A ``protocols.Vocoder`` (v1/v2) that records each call's time."""
+
     def inference_with_source(self, *args, **kwargs):
         return self._timed("inference_with_source", *args, **kwargs)
 

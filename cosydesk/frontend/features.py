@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from cosydesk.model.versions import V1, V2, V3
+
 # ---------------------------------------------------------------- Slaney mel scale
 
 
@@ -186,9 +188,9 @@ class MelSettings:
 
 
 FLOW_MEL_SETTINGS = {
-    "v1": MelSettings(22050, 1024, 256, 1024, 80, 0.0, 8000.0),
-    "v2": MelSettings(24000, 1920, 480, 1920, 80, 0.0, 8000.0),
-    "v3": MelSettings(24000, 1920, 480, 1920, 80, 0.0, None),
+    "v1": MelSettings(V1.sample_rate, 1024, V1.samples_per_mel_frame, 1024, 80, 0.0, 8000.0),
+    "v2": MelSettings(V2.sample_rate, 1920, V2.samples_per_mel_frame, 1920, 80, 0.0, 8000.0),
+    "v3": MelSettings(V3.sample_rate, 1920, V3.samples_per_mel_frame, 1920, 80, 0.0, None),
 }
 
 

@@ -21,13 +21,14 @@ from cosydesk.frontend.audio_io import MAX_PROMPT_SECONDS, load_audio
 from cosydesk.frontend.features import FBANK_SAMPLE_RATE, kaldi_fbank, prompt_mel, whisper_log_mel
 from cosydesk.frontend.text import normalize
 from cosydesk.frontend.tokenizer import TextTokenizer
+from cosydesk.model.versions import VERSIONS
 
 # Flow mel frames per speech token in the 25 Hz models (v2/v3): 50 fps / 25 Hz.
-TOKEN_MEL_RATIO = {"v2": 2, "v3": 2}
+TOKEN_MEL_RATIO = {v: c.token_mel_ratio for v, c in VERSIONS.items() if c.token_mel_ratio is not None}
 SPEAKER_EMBEDDING_DIM = 192  # CAM++ output width
 # speech tokenizers by file name: (token rate Hz, vocabulary) - v1 50 Hz / 4096, v2 and v3 25 Hz / 6561
-SPEECH_TOKENIZER_SPECS = {"speech_tokenizer_v1.onnx": (50, 4096), "speech_tokenizer_v2.onnx": (25, 6561),
-                          "speech_tokenizer_v3.onnx": (25, 6561)}
+SPEECH_TOKENIZER_SPECS = {f"speech_tokenizer_{v}.onnx": (c.speech_tokens_per_second, c.speech_vocab)
+                          for v, c in VERSIONS.items()}
 TOKEN_COUNT_SLACK = 2  # a tokenizer may round up; more than twice its rate is not a speech tokenizer
 
 

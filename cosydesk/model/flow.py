@@ -41,9 +41,10 @@ from cosydesk.model.flow_common import (  # noqa: F401 - re-exported
 )
 from cosydesk.model.length_regulator import InterpolateRegulator, frames_for_tokens
 from cosydesk.model.unet import build_estimator
+from cosydesk.model.versions import V1, V2
 
 # v1 streaming: the chunk overlap (20 tokens at 50 Hz) is 34 mel frames; the cache keeps that many tail frames.
-V1_OVERLAP_FRAMES = 34
+V1_OVERLAP_FRAMES = V1.mel_frames_for_tokens(V1.chunk_overlap)  # 34
 
 
 def _build_encoder(node: Any) -> nn.Module:
@@ -128,11 +129,11 @@ class MaskedDiffWithXvec(_TokenFlowBase):
         output_size: int = 80,
         spk_embed_dim: int = 192,
         vocab_size: int = 4096,
-        input_frame_rate: float = 50,
+        input_frame_rate: float = V1.speech_tokens_per_second,
         inference_cfg_rate: float = 0.7,
         encoder_output_size: int = 512,
-        sample_rate: int = 22050,
-        hop: int = 256,
+        sample_rate: int = V1.sample_rate,
+        hop: int = V1.samples_per_mel_frame,
     ):
         super().__init__(encoder, estimator, input_size, output_size, spk_embed_dim, vocab_size, input_frame_rate,
                          inference_cfg_rate, encoder_output_size)
@@ -142,7 +143,8 @@ class MaskedDiffWithXvec(_TokenFlowBase):
         self.hop = hop
 
     @classmethod
-    def from_config(cls, node: Any, sample_rate: int = 22050, hop: int = 256) -> "MaskedDiffWithXvec":
+    def from_config(cls, node: Any, sample_rate: int = V1.sample_rate,
+                    hop: int = V1.samples_per_mel_frame) -> "MaskedDiffWithXvec":
         return cls(
             length_regulator=InterpolateRegulator.from_config(node["length_regulator"]),
             sample_rate=sample_rate,
@@ -237,10 +239,10 @@ class CausalMaskedDiffWithXvec(_TokenFlowBase):
         output_size: int = 80,
         spk_embed_dim: int = 192,
         vocab_size: int = 6561,
-        input_frame_rate: float = 25,
+        input_frame_rate: float = V2.speech_tokens_per_second,
         inference_cfg_rate: float = 0.7,
         encoder_output_size: int = 512,
-        token_mel_ratio: int = 2,
+        token_mel_ratio: int = V2.token_mel_ratio,
         pre_lookahead_len: int = 3,
     ):
         super().__init__(encoder, estimator, input_size, output_size, spk_embed_dim, vocab_size, input_frame_rate,

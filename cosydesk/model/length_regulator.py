@@ -21,13 +21,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from cosydesk.model.norms import Fp32GroupNorm
+from cosydesk.model.versions import V1
 
 # The v1 streaming overlap (tokens) that gets its own interpolation at both ends of a long chunk.
 EDGE_TOKENS = 20
 MIN_TOKENS_FOR_EDGES = 2 * EDGE_TOKENS
 
 
-def frames_for_tokens(n_tokens: int, token_rate: float, sample_rate: int = 22050, hop: int = 256) -> int:
+def frames_for_tokens(n_tokens: int, token_rate: float, sample_rate: int = V1.sample_rate,
+                      hop: int = V1.samples_per_mel_frame) -> int:
     """Mel frames for n tokens, truncated the official way: int(n / rate * sr / hop)."""
     return int(n_tokens / token_rate * sample_rate / hop)
 
@@ -75,9 +77,9 @@ class InterpolateRegulator(nn.Module):
         x2: torch.Tensor,
         mel_len1: int,
         mel_len2: int,
-        input_frame_rate: float = 50,
-        sample_rate: int = 22050,
-        hop: int = 256,
+        input_frame_rate: float = V1.speech_tokens_per_second,
+        sample_rate: int = V1.sample_rate,
+        hop: int = V1.samples_per_mel_frame,
     ) -> torch.Tensor:
         """The interpolation stage of `inference`: [1, C, mel_len1 + mel_len2] before the conv refiner."""
         if x2.shape[1] > MIN_TOKENS_FOR_EDGES:
@@ -102,9 +104,9 @@ class InterpolateRegulator(nn.Module):
         x2: torch.Tensor,
         mel_len1: int,
         mel_len2: int,
-        input_frame_rate: float = 50,
-        sample_rate: int = 22050,
-        hop: int = 256,
+        input_frame_rate: float = V1.speech_tokens_per_second,
+        sample_rate: int = V1.sample_rate,
+        hop: int = V1.samples_per_mel_frame,
     ) -> tuple[torch.Tensor, int]:
         """Prompt features x1 [1, T1, C] -> mel_len1 frames, generated x2 [1, T2, C] -> mel_len2 frames.
 

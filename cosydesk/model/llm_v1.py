@@ -45,6 +45,7 @@ class TransformerLM(nn.Module):
     """Official key names: text_embedding, text_encoder, text_encoder_affine_layer, llm_embedding, llm,
     llm_decoder, speech_embedding, spk_embed_affine_layer."""
 
+    silent_tokens: tuple[int, ...] = ()  # v1 emits no ids the caller drops (v3's breath ids, llm_qwen)
     sos_row = 0
     task_id_row = 1
 

@@ -1,17 +1,82 @@
-"""Shape buckets shared by the compiled backends (CUDA graphs, TensorRT).
+"""Shape buckets shared by the compiled backends (CUDA graphs, TensorRT): the one bucket module.
 
 A compiled module only runs a fixed set of lengths: a request of n frames is padded up to the smallest bucket
->= n (the padding is masked out). Bucket lists are geometric so that the padding waste stays bounded:
-for every n in [1, max], ``pick(n) - n <= max(max_waste * n, multiple - 1)``. The TensorRT optimisation
-profile for a bucket list is (smallest, a typical one, largest).
+>= n (the padding is masked out), and a length above the largest bucket has no graph / engine (callers fall
+back to eager). Two ways to make the lists:
+- step lists (``step_buckets``, ``tiered_buckets``): multiples of a step, fine where most calls land and coarse
+  past that; the CUDA-graph backend captures one graph per entry (``bucket_for`` picks, ``copy_padded`` pads);
+- geometric ``BucketSet``s (``make_buckets``), whose padding waste stays bounded: for every n in [1, max],
+  ``pick(n) - n <= max(max_waste * n, multiple - 1)``; a TensorRT optimisation profile is (smallest, a typical
+  one, largest) of such a set, and the graph backend's padded HiFT graphs use ``HIFT_MEL_BUCKETS``.
 
-What this module must not do: import torch or TensorRT; it is plain integer arithmetic shared by both backends.
+What this module must not do: import torch or TensorRT (``copy_padded`` only calls tensor methods); it is plain
+integer arithmetic shared by both backends.
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+
+# --------------------------------------------------------------------------------------------------------
+# step lists (CUDA graphs)
+# --------------------------------------------------------------------------------------------------------
+def step_buckets(max_len: int, step: int, start: int | None = None) -> list[int]:
+    """Multiples of ``step`` from ``start`` (default ``step``) up to the first one >= ``max_len``."""
+    if step <= 0 or max_len <= 0:
+        raise ValueError("step and max_len must be positive")
+    first = start if start is not None else step
+    out = list(range(first, max_len + step, step))
+    while len(out) > 1 and out[-2] >= max_len:
+        out.pop()
+    return out
+
+
+def tiered_buckets(short_max: int, step: int, long_max: int, long_step: int, start: int | None = None) -> list[int]:
+    """``step_buckets(short_max, step, start)`` then multiples of ``long_step`` past it up to ``long_max``: fine
+    buckets where most calls land (little padding) and coarse ones for long sentences (fewer graphs; the
+    padding is a smaller share of a long call)."""
+    out = step_buckets(short_max, step, start)
+    if long_max > out[-1]:
+        if long_step <= 0:
+            raise ValueError("long_step must be positive")
+        first = (out[-1] // long_step + 1) * long_step
+        out += step_buckets(long_max, long_step, start=first)
+    return out
+
+
+def bucket_for(length: int, buckets: list[int]) -> int | None:
+    """The smallest bucket >= length, or None when the length is above every bucket."""
+    i = bisect.bisect_left(buckets, length)
+    return buckets[i] if i < len(buckets) else None
+
+
+def padding_waste(lengths: list[int], buckets: list[int]) -> float:
+    """Fraction of padded positions over all positions computed, for lengths that fit a bucket."""
+    fitted = [(n, bucket_for(n, buckets)) for n in lengths]
+    fitted = [(n, b) for n, b in fitted if b is not None]
+    total = sum(b for _, b in fitted)
+    return (total - sum(n for n, _ in fitted)) / total if total else 0.0
+
+
+def copy_padded(dst: "torch.Tensor", src: "torch.Tensor", fill: float = 0.0) -> None:
+    """Write ``src`` into the first ``src.shape[-1]`` positions of ``dst`` (last axis) and ``fill`` the rest."""
+    n = src.shape[-1]
+    if n > dst.shape[-1]:
+        raise ValueError(f"length {n} does not fit the {dst.shape[-1]} bucket")
+    dst[..., :n].copy_(src)
+    if n < dst.shape[-1]:
+        dst[..., n:].fill_(fill)
+
+
+# --------------------------------------------------------------------------------------------------------
+# geometric sets (TensorRT profiles, padded HiFT graphs)
+# --------------------------------------------------------------------------------------------------------
 
 
 def geometric_sizes(min_size: int, max_size: int, max_waste: float = 0.25, multiple: int = 16) -> tuple[int, ...]:
@@ -71,6 +136,7 @@ class BucketSet:
 
 def make_buckets(name: str, min_size: int, max_size: int, max_waste: float = 0.25, multiple: int = 16,
                  typical: int | None = None) -> BucketSet:
+    """A geometric ``BucketSet`` from ``min_size`` to ``max_size`` (``geometric_sizes``)."""
     return BucketSet(name, geometric_sizes(min_size, max_size, max_waste, multiple), typical)
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from cosydesk.model.versions import V2
+
 
 class PinnedCopier:
     """``copier(pcm)`` -> float32 numpy copy of a 1-D chunk, handed over once its device->host copy completed."""
 
-    def __init__(self, device: torch.device, max_samples: int = 24000 * 60):
+    def __init__(self, device: torch.device, max_samples: int = V2.sample_rate * 60):
         self.cuda = torch.device(device).type == "cuda"
         self.buffer = torch.empty(max_samples, dtype=torch.float32, pin_memory=True) if self.cuda else None
         self.done = torch.cuda.Event() if self.cuda else None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from cosydesk.runtime.backends.protocols import SteppedSolver
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.errors import SynthesisError
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
@@ -234,11 +235,11 @@ def first_chunk_shared_steps() -> int:
 
 @contextmanager
 def release_during_flow(model, shared_steps: int, release: Callable[[], None]) -> Iterator[None]:
-    """While inside, a graphed flow solver (one with an ``after_step`` hook) calls ``release`` right after it
-    launches the step that leaves ``shared_steps`` steps to go; a solver without the hook, or 0 steps, leaves
-    the release to the caller (after the whole chunk)."""
-    solver = getattr(model.flow, "decoder", None)
-    if shared_steps <= 0 or not hasattr(solver, "after_step"):
+    """While inside, a graphed flow solver (a ``SteppedSolver``: one with an ``after_step`` hook) calls ``release``
+    right after it launches the step that leaves ``shared_steps`` steps to go; a solver without the hook, or 0
+    steps, leaves the release to the caller (after the whole chunk)."""
+    solver = model.flow.decoder
+    if shared_steps <= 0 or not isinstance(solver, SteppedSolver):
         yield
         return
     last_alone = max(0, solver.n_steps - shared_steps - 1)
@@ -264,4 +265,4 @@ def llm_stream_for(device: torch.device) -> torch.cuda.Stream:
 
 
 def state_timings(state: Token2Wav) -> dict[str, float]:
-    return dict(getattr(state, "timings", {}))
+    return dict(state.timings)

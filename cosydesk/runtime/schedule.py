@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from cosydesk.model.versions import V1, V2
+
 
 @dataclass(frozen=True)
 class ChunkCall:
@@ -29,7 +31,8 @@ class ChunkCall:
 class CausalChunkSchedule:
     """v2/v3 schedule (token_hop_len 25 -> 50 -> 100, pre-look-ahead 3)."""
 
-    def __init__(self, prompt_tokens: int, first_hop: int = 25, max_hop: int = 100, scale: int = 2, lookahead: int = 3):
+    def __init__(self, prompt_tokens: int, first_hop: int = V2.chunk_first_hop, max_hop: int = V2.chunk_max_hop,
+                 scale: int = V2.chunk_hop_scale, lookahead: int = V2.chunk_lookahead):
         self.hop = first_hop
         self.max_hop = max_hop
         self.scale = scale
@@ -59,7 +62,7 @@ class CausalChunkSchedule:
 class WindowChunkSchedule:
     """v1 schedule: 120-token windows (hop 100, overlap 20); the flow cache carries the overlap."""
 
-    def __init__(self, hop: int = 100, overlap: int = 20):
+    def __init__(self, hop: int = V1.chunk_first_hop, overlap: int = V1.chunk_overlap):
         self.hop = hop
         self.overlap = overlap
         self.start = 0

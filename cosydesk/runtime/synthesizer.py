@@ -268,14 +268,15 @@ class Synthesizer:
         import torch
 
         from cosydesk.model.sampling import RepetitionAwareSampler, filter_silent_tokens, generate_speech_tokens
+        from cosydesk.runtime.backends.protocols import DeviceLoopLM
         from cosydesk.runtime.host_sampler import HostSampler
 
         llm = self.model.llm
         sampler = HostSampler(RepetitionAwareSampler.for_model_config(self.model.config))
         seed = request.seed
-        silent = getattr(llm, "silent_tokens", None)
+        silent = llm.silent_tokens
         # the cudagraph LLM chooses ids on the device (its own copy of the same sampler) and runs ahead of the host
-        generate = getattr(llm, "generate_speech_tokens", None)
+        generate = llm.generate_speech_tokens if isinstance(llm, DeviceLoopLM) else None
 
         def source(inputs, stop):
             generator = None

@@ -25,18 +25,20 @@ import torch
 import torch.nn.functional as F
 
 from cosydesk.model.hift_stream import CausalHiFTStream
+from cosydesk.model.versions import V1, V2
+from cosydesk.runtime.backends.protocols import IncrementalFlow
 from cosydesk.runtime.schedule import ChunkCall, make_schedule
 
 
 # v2/v3 HiFT streaming cache: the last 8 mel frames are vocoded again with the next chunk, reusing the last
 # 8 * 480 source samples (the cudagraph backend captures HiFT for exactly these chunk shapes).
-V2_MEL_CACHE_FRAMES = 8
-V2_SOURCE_CACHE_SAMPLES = 8 * 480
+V2_MEL_CACHE_FRAMES = V2.hift_mel_cache_frames
+V2_SOURCE_CACHE_SAMPLES = V2.hift_source_cache_samples
 # v1: 20 cached mel frames / 20 * 256 source samples likewise, and 34 frames (20 tokens' worth) of flow mel held
 # back from each non-final call and cross-faded into the next one.
-V1_MEL_CACHE_FRAMES = 20
-V1_SOURCE_CACHE_SAMPLES = 20 * 256
-V1_MEL_OVERLAP_FRAMES = int(20 / 50 * 22050 / 256)
+V1_MEL_CACHE_FRAMES = V1.hift_mel_cache_frames
+V1_SOURCE_CACHE_SAMPLES = V1.hift_source_cache_samples
+V1_MEL_OVERLAP_FRAMES = V1.mel_frames_for_tokens(V1.chunk_overlap)
 
 
 def _hamming(length: int) -> torch.Tensor:
@@ -100,8 +102,8 @@ class Token2Wav:
         self.flow_calls: list[dict[str, int | bool]] = []  # per flow call: frames in total / computed, incremental
 
     def _new_flow_stream(self):
-        make = getattr(self.model.flow, "stream_state", None)
-        return make() if callable(make) else None
+        flow = self.model.flow
+        return flow.stream_state() if isinstance(flow, IncrementalFlow) else None
 
     # -- flow -------------------------------------------------------------------------------------------
     def _flow(self, tokens: torch.Tensor, streaming: bool, finalize: bool) -> torch.Tensor:

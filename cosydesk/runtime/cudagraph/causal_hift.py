@@ -28,7 +28,7 @@ import functools
 import torch
 
 from cosydesk.model.hift_source import frame_cycles, harmonics_from_phase, merge_harmonics
-from cosydesk.runtime.cudagraph.buckets import copy_padded
+from cosydesk.runtime.buckets import copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, reflect_valid_end
 
@@ -79,9 +79,11 @@ def padded_window_forward(hift, b: dict, finalize: bool) -> tuple[torch.Tensor, 
 
 class GraphedCausalHift:
     """Drop-in for the v3 ``CausalHiFTGenerator`` under ``CausalHiFTStream``: ``inference_window`` replays a graph
-    per (bucket, finalize); everything else is the vocoder's own (``__getattr__``)."""
+    per (bucket, finalize); the rest of the ``CausalVocoder`` contract (runtime/backends/protocols.py) is the
+    vocoder's own."""
 
     def __init__(self, hift, buckets: list[int] | None = None, pool=None, progress=None, capture=None):
+        from cosydesk.model.hift import Snake
         from cosydesk.runtime.cudagraph.compile import compile_blocks
         from cosydesk.runtime.cudagraph.hift import fold_weight_norms
 
@@ -94,7 +96,7 @@ class GraphedCausalHift:
         for name, child in hift.named_children():
             if name != "f0_predictor":
                 fold_weight_norms(child)
-        compile_blocks(hift, ("Snake",), self.device)
+        compile_blocks(hift, (Snake,), self.device)
         self.buckets = sorted(buckets or causal_window_buckets(hift))
         spf, harmonics = hift.samples_per_frame, hift.num_harmonics
         self.bufs = {}
@@ -147,5 +149,17 @@ class GraphedCausalHift:
         # copies: the buffers are the next call's
         return b["wave"][:, :samples].clone(), b["phase"][:, :, :f0_frames].clone()
 
-    def __getattr__(self, item):
-        return getattr(self.__dict__["hift"], item)
+    @property
+    def samples_per_frame(self) -> int:
+        return self.hift.samples_per_frame
+
+    @property
+    def num_harmonics(self) -> int:
+        return self.hift.num_harmonics
+
+    @property
+    def f0_predictor(self):
+        return self.hift.f0_predictor
+
+    def stream_left_context_frames(self) -> int:
+        return self.hift.stream_left_context_frames()

@@ -12,13 +12,25 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
 from cosydesk.model.cfm import cosine_time_grid
-from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded
+from cosydesk.runtime.buckets import copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
+from cosydesk.runtime.cudagraph.graph_table import GraphTable, TableViews
+
+
+@runtime_checkable
+class PreparedEstimator(Protocol):
+    """An estimator that takes its time projections and attention mask precomputed (``row_estimator``'s): the
+    captured step then skips them."""
+
+    def time_projections(self, t: torch.Tensor) -> torch.Tensor: ...
+
+    def attention_mask(self, mask: torch.Tensor, streaming: bool) -> torch.Tensor: ...
 
 
 def guided_increment(sampler, x, mask2, mu2, t2, spks2, cond2, dt, streaming: bool, **prepared) -> torch.Tensor:
@@ -46,7 +58,7 @@ def solve_cfm(sampler, z, mask, mu, spks, cond, streaming: bool, grid: torch.Ten
     return x
 
 
-class GraphedSampler(nn.Module):
+class GraphedSampler(TableViews, nn.Module):
     """Drop-in for FlowMatchingSampler with one captured *Euler step* per (bucket, streaming).
 
     One step (estimator on the CFG batch + combine + update of the float32 state) is captured, and replayed
@@ -60,27 +72,25 @@ class GraphedSampler(nn.Module):
                  mel_dim: int = 80):
         super().__init__()
         self.sampler = sampler
-        self.buckets = list(buckets)
         self.streaming_modes = streaming_modes
         param = next(sampler.estimator.parameters())
         self.device, self.dtype = param.device, param.dtype
+        # buffers per bucket, graphs per (bucket, attention mode)
+        self.table = GraphTable("flow", self.device, buckets)
         self.grid = cosine_time_grid(sampler.n_steps, device=self.device, dtype=torch.float32)
         self.t = torch.zeros(2, device=self.device, dtype=self.dtype)  # flow time of the step, both CFG rows
         self.dt = torch.zeros((), device=self.device, dtype=torch.float32)
         mk = lambda *shape: torch.zeros(*shape, device=self.device, dtype=self.dtype)  # noqa: E731
-        self.bufs = {b: {"x": torch.zeros(1, mel_dim, b, device=self.device, dtype=torch.float32),
-                         "mu": mk(2, mel_dim, b), "cond": mk(2, mel_dim, b), "mask": mk(2, 1, b),
-                         "spks": mk(2, spk_dim)} for b in self.buckets}
-        self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
-        self.eager_calls = 0
-        self.capture_errors: list[str] = []
+        self.bufs.update({b: {"x": torch.zeros(1, mel_dim, b, device=self.device, dtype=torch.float32),
+                              "mu": mk(2, mel_dim, b), "cond": mk(2, mel_dim, b), "mask": mk(2, 1, b),
+                              "spks": mk(2, spk_dim)} for b in self.buckets})
         # called on the host with the step index right after each step is launched (not finished): the
         # pipeline uses it to let the held-back LLM resume during a first chunk's last steps
         self.after_step: Callable[[int], None] | None = None
         # The row estimator takes its time projections and attention mask from outside: they depend only on the
         # step's t (10 fixed values) and the request's mask, so they are computed once per step value at load
         # (the table) and once per request, not in every captured step (~24 small kernels per step).
-        self.prepared = hasattr(sampler.estimator, "time_projections")
+        self.prepared = isinstance(sampler.estimator, PreparedEstimator)
         if self.prepared:
             with torch.inference_mode():
                 steps = [self.grid[s].expand(2).to(self.dtype) for s in range(sampler.n_steps)]
@@ -130,17 +140,16 @@ class GraphedSampler(nn.Module):
         modes = sorted({self._graph_mode(s) for s in self.streaming_modes})  # prepared: half the graphs
         jobs = [((b, s), functools.partial(self._step, b, s)) for b in self.buckets for s in modes]
         # an uncapturable estimator is recorded in capture_errors and runs eagerly
-        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "flow", errors=self.capture_errors))
+        self.table.capture(jobs, pool, progress, capture=capture_graphs, keep_going=True)
 
     def forward(self, z, mask, mu, spks, cond, streaming: bool = False) -> torch.Tensor:
         frames = z.shape[2]
-        bucket = bucket_for(frames, self.buckets)
+        bucket = self.table.pick(frames)
         if bucket is None:  # longer than every bucket: the plain solver
-            self.eager_calls += 1
-            return solve_cfm(self.sampler, z, mask, mu, spks, cond, streaming, self.grid).to(mu.dtype)
-        graph = self.graphs.get((bucket, self._graph_mode(streaming)))
-        if graph is None:  # not captured (CPU, or a capture error): the same step on the same buffers, eagerly
-            self.eager_calls += 1
+            return self.table.eager(solve_cfm, self.sampler, z, mask, mu, spks, cond, streaming,
+                                    self.grid).to(mu.dtype)
+        # None when not captured (CPU, or a capture error): the same step on the same buffers, eagerly
+        graph = self.table.graph((bucket, self._graph_mode(streaming)))
         b = self.bufs[bucket]
         copy_padded(b["x"], z)
         copy_padded(b["mu"][:1], mu)

@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import torch
 
+from cosydesk.model.dit import DiTBlock
+from cosydesk.model.unet import BasicTransformerBlock, ResnetBlock1D
 from cosydesk.runtime.options import active as active_options
 
 
@@ -63,22 +65,25 @@ def compiled(fn: Callable, device: torch.device, dynamic: bool | None = None, ba
     return torch.compile(fn, dynamic=dynamic, backend=backend, options=options if backend == "inductor" else None)
 
 
-def compile_blocks(root: torch.nn.Module, class_names: tuple[str, ...], device: torch.device,
+def compile_blocks(root: torch.nn.Module, classes: tuple[type[torch.nn.Module], ...], device: torch.device,
                    backend: str | None = None) -> int:
-    """``module.compile()`` every submodule of ``root`` whose class name is in ``class_names`` (regional
-    compilation: instances of one class share the compiled code). Returns how many were set up (0 when
+    """``module.compile()`` every submodule of ``root`` whose class is exactly one of ``classes`` (regional
+    compilation: instances of one class share the compiled code; a subclass - the Triton kernels' rewrite of a
+    block, ``flow_kernels.KernelTransformerBlock`` - is left alone). Returns how many were set up (0 when
     compilation is off). Shapes are left to dynamo's automatic dynamic: the first length compiles static,
     a second length recompiles once with a symbolic length that then serves every bucket."""
+    if not all(isinstance(cls, type) for cls in classes):  # a class name would match nothing, silently
+        raise TypeError(f"compile_blocks takes module classes, got {classes!r}")
     if backend is None and not compile_enabled(device):
         return 0
     _configure_inductor()
     count = 0
     for module in root.modules():
-        if type(module).__name__ in class_names:
+        if type(module) in classes:
             module.compile(backend=backend or "inductor")
             count += 1
     return count
 
 
 # The estimator blocks worth fusing: U-Net (v1/v2) transformer and resnet blocks, DiT (v3) blocks.
-ESTIMATOR_BLOCKS = ("BasicTransformerBlock", "ResnetBlock1D", "DiTBlock")
+ESTIMATOR_BLOCKS = (BasicTransformerBlock, ResnetBlock1D, DiTBlock)

@@ -26,32 +26,30 @@ from torch import nn
 
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.transformer import attention_mask, padding_mask
-from cosydesk.runtime.cudagraph.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
+from cosydesk.runtime.cudagraph.graph_table import GraphTable, TableViews
 
 
-class GraphedEncoder(nn.Module):
+class GraphedEncoder(TableViews, nn.Module):
     """Drop-in for ``UpsampleConformerEncoder`` (batch 1) with captured buckets; ``capture()`` on CUDA only."""
 
     def __init__(self, encoder, buckets: list[int], streaming_modes: tuple[bool, ...] = (False, True)):
         super().__init__()
         self.encoder = encoder
-        self.buckets = sorted(buckets)
         self.streaming_modes = streaming_modes
         param = next(encoder.parameters())
         self.device, self.dtype = param.device, param.dtype
+        self.table = GraphTable("encoder", self.device, buckets)  # buffers per bucket, graphs per (bucket, mode)
         in_dim = encoder.embed.out[0].in_features
         width = encoder.output_size()
         stride = encoder.up_stride
         # one relative-position table for every bucket (both embeds share d_model, so the values are equal), sized
         # for the largest one so it is never regrown; moved to the device by the first (warm-up) call
         self.positions = EspnetRelPositionalEncoding(width, initial_positions=stride * self.buckets[-1])
-        self.bufs = {b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
-                         "keep": torch.zeros(1, b, 1, device=self.device, dtype=self.dtype),
-                         "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets}
+        self.bufs.update({b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
+                              "keep": torch.zeros(1, b, 1, device=self.device, dtype=self.dtype),
+                              "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets})
         self.outputs: dict[tuple[int, bool], torch.Tensor] = {}
-        self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
-        self.eager_calls = 0
 
     def _relative(self, frames: int) -> torch.Tensor:
         return self.positions.relative(frames, frames, self.device, self.dtype)
@@ -85,7 +83,7 @@ class GraphedEncoder(nn.Module):
                 b["keep"].fill_(1.0)
                 b["length"].fill_(b["x"].shape[1])
         jobs = [((b, s), functools.partial(self._body, b, s)) for b in self.buckets for s in self.streaming_modes]
-        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "encoder"))
+        self.table.capture(jobs, pool, progress, capture=capture_graphs)
 
     def forward(self, xs: torch.Tensor, xs_lens: torch.Tensor | None, context: torch.Tensor | None = None,
                 streaming: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,10 +91,9 @@ class GraphedEncoder(nn.Module):
         v2 flow passes): (out [1, 2T, width], pad mask [1, 1, 2T])."""
         tokens = xs.shape[1]
         extra = 0 if context is None else context.shape[1]
-        bucket = bucket_for(tokens + extra, self.buckets)
+        bucket = self.table.pick(tokens + extra)
         if xs.shape[0] != 1 or bucket is None or extra > self.encoder.pre_lookahead_len:
-            self.eager_calls += 1
-            return self.encoder(xs, xs_lens, context=context, streaming=streaming)
+            return self.table.eager(self.encoder, xs, xs_lens, context=context, streaming=streaming)
         b = self.bufs[bucket]
         b["x"][:, :tokens].copy_(xs)
         if extra:
@@ -106,19 +103,14 @@ class GraphedEncoder(nn.Module):
         b["keep"][:, :tokens + extra].fill_(1.0)
         b["length"].fill_(tokens)
         key = (bucket, bool(streaming))
-        graph = self.graphs.get(key)
-        if graph is None:  # not captured (CPU tests): the same body, eagerly
-            self.eager_calls += 1
-            out = self._body(*key)
-        else:
-            graph.replay()
-            out = self.outputs[key]
+        self.table.run(key, functools.partial(self._body, *key))  # not captured (CPU tests): the body, eagerly
+        out = self.outputs[key]
         frames = tokens * self.encoder.up_stride
         mask = torch.ones(1, 1, frames, dtype=torch.bool, device=xs.device)
         return out[:, :frames], mask
 
 
-class GraphedFullAttentionEncoder(nn.Module):
+class GraphedFullAttentionEncoder(TableViews, nn.Module):
     """Drop-in for v1's flow ``ConformerEncoder`` (batch 1) with captured token buckets; ``capture()`` on CUDA only.
 
     Why: eagerly it is ~200 small kernels launched from Python each flow call (v2's encoder: ~10 ms eager ->
@@ -133,16 +125,14 @@ class GraphedFullAttentionEncoder(nn.Module):
         if encoder.static_chunk_size or encoder.use_dynamic_chunk:
             raise ValueError("GraphedFullAttentionEncoder needs an encoder with full attention (no chunk mask)")
         self.encoder = encoder
-        self.buckets = sorted(buckets)
         param = next(encoder.parameters())
         self.device, self.dtype = param.device, param.dtype
+        self.table = GraphTable("encoder", self.device, buckets)  # buffers and graphs per bucket
         in_dim = encoder.embed.out[0].in_features
         self.positions = EspnetRelPositionalEncoding(encoder.output_size(), initial_positions=self.buckets[-1])
-        self.bufs = {b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
-                         "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets}
+        self.bufs.update({b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
+                              "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets})
         self.outputs: dict[int, torch.Tensor] = {}
-        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self.eager_calls = 0
 
     def _body(self, bucket: int) -> torch.Tensor:
         """The encoder on the bucket's buffers -> [1, bucket, width] (valid rows first)."""
@@ -158,16 +148,15 @@ class GraphedFullAttentionEncoder(nn.Module):
                 b["x"].normal_()
                 b["length"].fill_(b["x"].shape[1])
         jobs = [(b, functools.partial(self._body, b)) for b in self.buckets]
-        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "encoder"))
+        self.table.capture(jobs, pool, progress, capture=capture_graphs)
 
     def forward(self, xs: torch.Tensor, xs_lens: torch.Tensor | None, decoding_chunk_size: int = 0,
                 num_decoding_left_chunks: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
         """As ``ConformerEncoder.forward``: (out [1, T, width], pad mask [1, 1, T])."""
         tokens = xs.shape[1]
-        bucket = bucket_for(tokens, self.buckets)
+        bucket = self.table.pick(tokens)
         if xs.shape[0] != 1 or bucket is None:
-            self.eager_calls += 1
-            return self.encoder(xs, xs_lens, decoding_chunk_size, num_decoding_left_chunks)
+            return self.table.eager(self.encoder, xs, xs_lens, decoding_chunk_size, num_decoding_left_chunks)
         b = self.bufs[bucket]
         b["x"][:, :tokens].copy_(xs)
         b["x"][:, tokens:].zero_()
@@ -175,11 +164,6 @@ class GraphedFullAttentionEncoder(nn.Module):
             b["length"].fill_(tokens)
         else:  # a device copy: no wait for the host
             b["length"].copy_(xs_lens.reshape(1).clamp(max=tokens))  # more than T: all valid, as in the module
-        graph = self.graphs.get(bucket)
-        if graph is None:  # not captured (CPU tests): the same body, eagerly
-            self.eager_calls += 1
-            out = self._body(bucket)
-        else:
-            graph.replay()
-            out = self.outputs[bucket]
+        self.table.run(bucket, functools.partial(self._body, bucket))  # not captured (CPU tests): eagerly
+        out = self.outputs[bucket]
         return out[:, :tokens], padding_mask(xs_lens, tokens, 1, xs.device)

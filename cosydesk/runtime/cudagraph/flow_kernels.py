@@ -37,6 +37,7 @@ import triton.language as tl
 
 from cosydesk.model.unet import BasicTransformerBlock
 from cosydesk.runtime.cudagraph.capture import capture_graphs
+from cosydesk.runtime.cudagraph.fuse import FusedSelfAttention
 from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
 from cosydesk.runtime.cudagraph.variants import first_working
 
@@ -288,7 +289,7 @@ def supports_block(block) -> bool:
     """Blocks the kernels take: fused bias-free q/k/v (``FusedSelfAttention``), power-of-two width and head
     size, contiguous float16/bfloat16 weights (in float32 ``tl.dot`` would run at TF32 precision on a GPU)."""
     attn = block.attn1
-    if not hasattr(attn, "w_qkv"):
+    if not isinstance(attn, FusedSelfAttention):
         return False
     width = block.norm1.normalized_shape[0]
     power = lambda n: n >= 16 and n & (n - 1) == 0  # noqa: E731

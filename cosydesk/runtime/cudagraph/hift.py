@@ -20,19 +20,22 @@ import functools
 
 import torch
 
+from cosydesk.model.hift import Snake
 from cosydesk.model.length_regulator import frames_for_tokens
-from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS
-from cosydesk.runtime.cudagraph.buckets import copy_padded
+from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS, copy_padded
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_blocks
+from cosydesk.runtime.cudagraph.graph_table import GraphTable
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
-from cosydesk.runtime.token2wav import (V1_MEL_CACHE_FRAMES, V1_MEL_OVERLAP_FRAMES, V1_SOURCE_CACHE_SAMPLES,
-                                        V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES)
+from cosydesk.model.versions import V1, V2
 
-V2_TOKEN_MEL_RATIO = 2
-V1_TOKEN_RATE = 50  # v1 speech tokens per second (its flow's input_frame_rate)
+V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES = V2.hift_mel_cache_frames, V2.hift_source_cache_samples
+V1_MEL_CACHE_FRAMES, V1_SOURCE_CACHE_SAMPLES = V1.hift_mel_cache_frames, V1.hift_source_cache_samples
+V1_MEL_OVERLAP_FRAMES = V1.mel_frames_for_tokens(V1.chunk_overlap)  # flow mel held back by each non-final v1 call
+V2_TOKEN_MEL_RATIO = V2.token_mel_ratio
+V1_TOKEN_RATE = V1.speech_tokens_per_second  # v1 speech tokens per second (its flow's input_frame_rate)
 
 
 def streaming_hift_shapes(max_prompt_tokens: int = 25, calls_per_sentence: int = 4) -> list[tuple[int, int]]:
@@ -124,7 +127,9 @@ def fold_weight_norms(module: torch.nn.Module) -> int:
 
 
 class GraphedHift:
-    """Drop-in for ``HalfHift`` (float32 in/out around a float16 HiFTGenerator) with per-shape graphs."""
+    """Drop-in for ``HalfHift`` (float32 in/out around a float16 HiFTGenerator, a ``protocols.Vocoder``) with
+    per-shape graphs: one ``GraphTable`` keyed (frames, cache samples) for the exact shapes and ("padded", bucket,
+    cache samples) for the padded ones."""
 
     def __init__(self, half_hift, shapes: list[tuple[int, int]], pool=None, progress=None,
                  padded_shapes: list[tuple[int, int]] = ()):
@@ -134,18 +139,28 @@ class GraphedHift:
         self.hift = half_hift.hift
         param = next(self.hift.parameters())
         self.device, self.dtype = param.device, param.dtype
-        self.eager_calls = 0
+        self.table = GraphTable("vocoder", self.device)
         # H200, first-chunk shape: 1,223 kernels, 3.3 ms per call, of which 77 weight-norm kernels (0.3 ms)
         # recomputing constant weights and 72 Snakes of 6 element-wise kernels each (0.5 ms)
         fold_weight_norms(self.hift)
-        compile_blocks(self.hift, ("Snake",), self.device)
+        compile_blocks(self.hift, (Snake,), self.device)
         self.bufs = {shape: self._buffers(*shape) for shape in shapes}
         self.padded = {shape: {**self._buffers(*shape), "valid": ValidFrames(shape[0], self.device)}
                        for shape in padded_shapes}
+        self.table.bufs.update(self.bufs)
+        self.table.bufs.update({("padded",) + key: b for key, b in self.padded.items()})
         # warm-up outside capture builds the cuDNN / cuFFT plans
         jobs = [(key, functools.partial(self._body, key)) for key in self.bufs]
         jobs += [(("padded",) + key, functools.partial(self._padded_body, key)) for key in self.padded]
-        self.graphs = capture_graphs(jobs, self.device, pool, progress, "vocoder")
+        self.table.capture(jobs, pool, progress, capture=capture_graphs)
+
+    @property
+    def graphs(self) -> dict:
+        return self.table.graphs
+
+    @property
+    def eager_calls(self) -> int:
+        return self.table.eager_calls
 
     def _buffers(self, frames: int, cache: int) -> dict:
         """Static inputs of one graph: mel [1, 80, frames], a source cache of ``cache`` samples, source draws."""
@@ -182,9 +197,8 @@ class GraphedHift:
     @torch.inference_mode()
     def inference_with_source(self, mel, cache_source=None, zero_noise=False, generator=None, **kwargs):
         if kwargs:  # explicit draws: the eager vocoder (a graph only takes its own static draws)
-            self.eager_calls += 1
-            return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise,
-                                                   generator=generator, **kwargs)
+            return self.table.eager(self.half.inference_with_source, mel, cache_source=cache_source,
+                                    zero_noise=zero_noise, generator=generator, **kwargs)
         cache_len = 0 if cache_source is None else cache_source.shape[2]
         frames = mel.shape[2]
         key = (frames, cache_len)
@@ -199,9 +213,8 @@ class GraphedHift:
             samples = frames * self.hift.samples_per_frame
             return b["speech"][:, :samples].float(), b["source"][:, :, :samples].float()
         if graph is None:  # a length past every bucket
-            self.eager_calls += 1
-            return self.half.inference_with_source(mel, cache_source=cache_source, zero_noise=zero_noise,
-                                                   generator=generator)
+            return self.table.eager(self.half.inference_with_source, mel, cache_source=cache_source,
+                                    zero_noise=zero_noise, generator=generator)
         b = self.bufs[key]
         b["mel"].copy_(mel)
         self._fill(b, cache_source, zero_noise, generator)
@@ -210,6 +223,3 @@ class GraphedHift:
 
     def inference(self, mel, *args, **kwargs):
         return self.inference_with_source(mel, None, *args, **kwargs)[0]
-
-    def __getattr__(self, item):
-        return getattr(self.__dict__["half"], item)

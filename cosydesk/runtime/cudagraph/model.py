@@ -27,7 +27,10 @@ import torch
 
 from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
 from cosydesk.model.sampling import RepetitionAwareSampler
-from cosydesk.runtime.cudagraph.buckets import make_buckets, tiered_buckets
+from cosydesk.model.transformer import ConformerEncoder
+from cosydesk.model.upsample_encoder import UpsampleConformerEncoder
+from cosydesk.model.versions import per_version
+from cosydesk.runtime.buckets import step_buckets, tiered_buckets
 from cosydesk.runtime.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
 from cosydesk.runtime.options import active as active_options
@@ -65,7 +68,7 @@ def flow_kernels_wanted(device: torch.device) -> bool:
 
 
 # speech tokens per second of the LLM's vocabulary (v1's tokenizer runs at 50 Hz, v2/v3's at 25 Hz)
-SPEECH_TOKENS_PER_SECOND = {"v1": 50, "v2": 25, "v3": 25}
+SPEECH_TOKENS_PER_SECOND = per_version("speech_tokens_per_second")
 
 
 def llm_cache_positions(version: str) -> int:
@@ -108,8 +111,8 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     max_frames = flow_max_frames or FLOW_MAX_FRAMES[model.version]
     long_frames = FLOW_LONG_MAX_FRAMES.get(model.version, 0) if flow_long_max_frames is None else flow_long_max_frames
     # the flow encoder is captured per token bucket (v3's flow has none)
-    encoder_kind = type(getattr(flow, "encoder", None)).__name__
-    if encoder_kind == "UpsampleConformerEncoder":
+    encoder = getattr(flow, "encoder", None)
+    if type(encoder) is UpsampleConformerEncoder:
         tokens, long_tokens = max_frames // flow.encoder.up_stride, long_frames // flow.encoder.up_stride
         flow.encoder = GraphedEncoder(flow.encoder, tiered_buckets(tokens, ENCODER_BUCKET_STEP, long_tokens,
                                                                    ENCODER_LONG_BUCKET_STEP))
@@ -118,10 +121,10 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
 
         use_query_blocks(flow.encoder.encoder, threshold=max_frames)
         flow.encoder.capture(pool=flow_pool, progress=progress)
-    elif encoder_kind == "ConformerEncoder" and v1_encoder_graphs_wanted(flow.encoder):
+    elif type(encoder) is ConformerEncoder and v1_encoder_graphs_wanted(flow.encoder):
         # prompt + new tokens of the longest flow call (frames per token: sample rate / hop / token rate)
         tokens = math.ceil(max_frames * flow.input_frame_rate * flow.hop / flow.sample_rate)
-        flow.encoder = GraphedFullAttentionEncoder(flow.encoder, make_buckets(tokens, ENCODER_BUCKET_STEP))
+        flow.encoder = GraphedFullAttentionEncoder(flow.encoder, step_buckets(tokens, ENCODER_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)
     sampler = flow.decoder
     fuse_estimator_attention(sampler.estimator)
@@ -131,7 +134,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         from cosydesk.runtime.cudagraph.flow_kernels import use_flow_kernels
         from cosydesk.runtime.cudagraph.row_estimator import use_row_estimator
 
-        use_flow_kernels(sampler.estimator)  # those blocks leave ESTIMATOR_BLOCKS' class names: not compiled
+        use_flow_kernels(sampler.estimator)  # those blocks become a subclass, not in ESTIMATOR_BLOCKS: not compiled
         if active_options().row_estimator:
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from cosydesk.model.sampling import RepetitionAwareSampler
-from cosydesk.runtime.cudagraph.buckets import bucket_for
+from cosydesk.runtime.buckets import bucket_for
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.options import active as active_options
@@ -179,6 +179,9 @@ class StaticQwenLM(StaticSpeechLM):
         self.prefill_in = {b: torch.zeros(1, b, self.hidden, device=self.device, dtype=self.dtype)
                            for b in self.prefill_buckets}
         self.prefill_pos = {b: torch.arange(b, device=self.device) for b in self.prefill_buckets}
+        self.table.bufs.update({f"prefill{b}": {"in": self.prefill_in[b], "positions": self.prefill_pos[b]}
+                                for b in self.prefill_buckets})
+        self.table.bufs["decode"] = {"k_cache": self.k_cache, "v_cache": self.v_cache}
         self.prefill_last = torch.zeros(1, dtype=torch.long, device=self.device)
         self.eager_prefills = 0
         # The decode step is the hot loop. With Triton on a GPU it runs the hand-written kernels of

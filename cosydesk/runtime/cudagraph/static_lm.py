@@ -24,6 +24,7 @@ import torch
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.cudagraph.compile import compiled
+from cosydesk.runtime.cudagraph.graph_table import GraphTable
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError, TooLongError
@@ -47,8 +48,8 @@ class StaticDecodeState:
 
 
 class StaticSpeechLM:
-    """Base of the graph backend's LLMs; ``lm`` is the model-of-record module (attributes not found here are
-    read from it: stop ids, eos id, ...)."""
+    """Base of the graph backend's LLMs (a ``protocols.DeviceLoopLM``); ``lm`` is the model-of-record module,
+    whose token ids (stop ids, eos id, ...) the properties at the end read."""
 
     def _init_generation(self, lm, vocab: int, max_len: int, device: torch.device,
                          sampling: RepetitionAwareSampler | None) -> None:
@@ -65,7 +66,12 @@ class StaticSpeechLM:
         # ids n .. n + ahead are in flight while id n is read; two spare slots, as the depth of 4 had at 1 ahead
         self.host_ids = HostIds(self.selector.chosen, depth=self.ahead + 3)
         self._last_generation: torch.cuda.Event | None = None  # see _after_previous_generation
-        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        # graphs by name (decode step(s), prefill buckets, select_prefill); the buffers are this object's own
+        self.table = GraphTable("llm", device)
+
+    @property
+    def graphs(self) -> dict[str, torch.cuda.CUDAGraph]:
+        return self.table.graphs
 
     # --- subclass hooks ----------------------------------------------------------------------------------
     def prefill(self, text, prompt_text, prompt_speech_token, embedding=None):
@@ -85,7 +91,7 @@ class StaticSpeechLM:
         """Capture ``jobs`` [(name, body)] and ``select_prefill`` into graphs (two warm-up rounds: cuBLAS handles,
         kernel choices, compiled layers), then clear what the warm-up wrote (caches, selector state)."""
         jobs = list(jobs) + [("select_prefill", self._select_prefill_body)]
-        self.graphs.update(capture_graphs(jobs, self.device, pool, progress, "llm", warmup_rounds=2))
+        self.table.capture(jobs, pool, progress, capture=capture_graphs, warmup_rounds=2)
         self.k_cache.zero_()
         self.v_cache.zero_()
         self.selector.start(0, False, torch.zeros(0, 2))
@@ -178,11 +184,9 @@ class StaticSpeechLM:
         return self.decode_logits, state
 
     def _replay(self, name: str, body) -> None:
-        """The captured graph ``name``, or ``body`` eagerly where none was captured (no graphs, CPU)."""
-        if name in self.graphs:
-            self.graphs[name].replay()
-        else:
-            body()
+        """The captured graph ``name``, or ``body`` eagerly where none was captured (no graphs, CPU; the prefill
+        counts its own fallbacks)."""
+        self.table.run(name, body, count=False)
 
     @torch.inference_mode()
     def generate_speech_tokens(self, text, prompt_text, prompt_speech_token, embedding, greedy: bool = False,
@@ -240,7 +244,23 @@ class StaticSpeechLM:
             if n == full_at:
                 raise self._cache_full()
 
-    def __getattr__(self, item):  # everything else (stop ids, eos id, sampling helpers) from the module
-        if "lm" not in self.__dict__:  # not built yet (or being copied): a plain missing attribute
-            raise AttributeError(item)
-        return getattr(self.__dict__["lm"], item)
+    # --- the module's token ids (``protocols.SpeechLM``) ---------------------------------------------------
+    @property
+    def stop_ids(self) -> frozenset[int]:
+        return self.lm.stop_ids
+
+    @property
+    def min_len_masked_ids(self) -> tuple[int, ...]:
+        return self.lm.min_len_masked_ids
+
+    @property
+    def silent_tokens(self) -> tuple[int, ...]:
+        return self.lm.silent_tokens
+
+    @property
+    def eos_id(self) -> int:
+        return self.lm.eos_id
+
+    @property
+    def speech_token_size(self) -> int:
+        return self.lm.speech_token_size

@@ -39,6 +39,7 @@ from torch import nn
 from cosydesk.model.norms import fp32_layer_norm
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.sampling import RepetitionAwareSampler
+from cosydesk.model.transformer import TransformerEncoder
 from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.cudagraph.fuse import concat_parameters
 from cosydesk.runtime.cudagraph.qwen import DECODE_COMPILE_OPTIONS, _linear
@@ -56,7 +57,7 @@ PREFILL_BUCKETS = (64, 96, 128, 192, 256, 384, 512)
 def supports(lm) -> str | None:
     """Why ``lm`` cannot be decoded here, or None: a pre-norm TransformerEncoder body with a known activation."""
     body = getattr(lm, "llm", None)
-    if type(body).__name__ != "TransformerEncoder":
+    if type(body) is not TransformerEncoder:
         return f"the LM body is a {type(body).__name__}, not a TransformerEncoder"
     if not body.normalize_before:
         return "post-norm encoder layers"
@@ -180,6 +181,7 @@ class StaticTransformerLM(StaticSpeechLM):
         self.k_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
         self.v_cache = torch.zeros(shape, device=self.device, dtype=self.dtype)
         self.key_positions = torch.arange(max_len, device=self.device)
+        self.table.bufs["decode"] = {"k_cache": self.k_cache, "v_cache": self.v_cache}
         # the step attends over the first L cache rows, L the smallest bucket past the position: a cache sized
         # for 30 s prompts costs a short request nothing (one graph per L, all in the same pool)
         self.attention_lengths = sorted({b for b in attention_buckets if b < max_len} | {max_len})
@@ -265,6 +267,7 @@ class PaddedPrefill:
         self.ids = {b: torch.zeros(3 * b + 2, dtype=torch.long, device=device) for b in buckets}
         self.speaker = torch.zeros(1, spk_dim, dtype=owner.dtype, device=device)
         self.causal = {b: torch.ones(b, b, dtype=torch.bool, device=device).tril().unsqueeze(0) for b in buckets}
+        owner.table.bufs.update({f"prefill{b}": {"ids": self.ids[b], "causal": self.causal[b]} for b in buckets})
         self.eager_calls = 0
 
     def jobs(self) -> list:

@@ -110,10 +110,11 @@ def ensure_estimator_engine(req: EngineRequest, cache: EngineCache, streaming: b
 def ensure_hift_engine(req: EngineRequest, cache: EngineCache, progress: ProgressFn | None = None,
                        stage: StageFn | None = None, frames: BucketSet = HIFT_MEL_BUCKETS) -> Path:
     """Plan path of the v1/v2 HiFT conv-stack engine (see onnx_export.HiftHeadForExport)."""
+    from cosydesk.model.hift import HiFTGenerator
     from cosydesk.runtime.tensorrt.onnx_export import export_hift_head
 
     hift = _load_hift(req.model_dir)
-    if not hasattr(hift, "_fused_upsampling") or type(hift).__name__ != "HiFTGenerator":
+    if type(hift) is not HiFTGenerator:  # v3's CausalHiFTGenerator has no conv-stack export
         raise NotImplementedError(f"no TensorRT export for {type(hift).__name__} yet (v3 HiFT stays in torch)")
     profile = hift_head_profile(frames, hift.samples_per_frame, hift.hop_len, hift.n_fft)
     key = EngineKey(sha256_files(_model_files(req.model_dir, "hift.pt")), "hift_head", req.precision,

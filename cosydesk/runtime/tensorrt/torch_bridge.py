@@ -1,13 +1,13 @@
 """The TensorRT backend inside the torch runtime: flow estimator engines behind the sampler's estimator call.
 
-`build_tensorrt_model(model, progress, engines_dir)` takes a float16 CUDA model (``backends._cast``) and returns
+`build_tensorrt_model(model, progress, engines_dir)` takes a float16 CUDA model (``backends.cast_model``) and returns
 it with ``flow.decoder.estimator`` replaced by `TensorRTEstimator`: the sampler keeps calling
 ``estimator(x, mask, mu, t, spks, cond, streaming=...)`` on [2, 80, T] CUDA tensors, and the adapter binds those
 tensors' device pointers to an engine (``set_tensor_address``), sets the input shapes and enqueues on torch's
 current stream - no copies through host memory, no second stream to synchronise with. v2/v3 build one engine
 per streaming mode (chunked attention is frozen into the export); v1's flow never streams, so one engine.
-The LLM runs as in the cudagraph backend (`StaticQwenLM` for v2/v3, `StaticTransformerLM` for v1); HiFT as in
-eager-fp16.
+The LLM runs as in the cudagraph backend (`StaticQwenLM` for v2/v3, `StaticTransformerLM` for v1), composed in by
+``backends.accelerate`` (this module imports nothing of the cudagraph backend); HiFT as in eager-fp16.
 
 Lengths outside the engine profile (or a batch other than the CFG pair) fall back to the torch estimator,
 which the adapter keeps (float16), so a very short or very long utterance still synthesises.
@@ -166,8 +166,9 @@ def _load_runner(req, cache, streaming: bool, area, progress: Progress, runtime_
 
 
 def build_tensorrt_model(model, progress: Progress = None, engines_dir: str | Path | None = None,
-                         precision: str = "fp16", llm_max_len: int | None = None):
-    """``model``: float16 on CUDA (see backends._cast). Returns the dataclass copy running the TensorRT backend."""
+                         precision: str = "fp16"):
+    """``model``: float16 on CUDA (see backends.cast_model). Returns the dataclass copy with its flow estimator run
+    by TensorRT engines; the LLM is left as it is (``backends.accelerate`` gives it the cudagraph backend's)."""
     reason = unavailable_reason()
     if reason is not None:
         raise ValueError(reason)
@@ -201,13 +202,8 @@ def build_tensorrt_model(model, progress: Progress = None, engines_dir: str | Pa
     for runner in runners.values():
         runner.save_runtime_cache()
     sampler.estimator = adapter
-
-    from cosydesk.runtime.cudagraph.model import static_llm
-
-    pool = torch.cuda.graph_pool_handle() if model.device.type == "cuda" else None
-    llm = static_llm(model, llm_max_len, pool, progress)
     torch.cuda.synchronize()
-    return dataclasses.replace(model, llm=llm)
+    return dataclasses.replace(model)
 
 
 def _warm_up(adapter: TensorRTEstimator, model, modes, frames: int, progress: Progress) -> None:

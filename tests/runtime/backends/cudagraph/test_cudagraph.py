@@ -1,4 +1,5 @@
-"""cudagraph backend: bucketing/padding logic and the static-cache Qwen math (CPU), graphs and pools (GPU)."""
+"""cudagraph backend: the static-cache Qwen math and padded graphed parts (CPU), graphs and pools (GPU); the bucket
+lists it uses are tested in test_buckets.py."""
 
 from __future__ import annotations
 
@@ -6,51 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from cosydesk.runtime.cudagraph.buckets import bucket_for, copy_padded, make_buckets, padding_waste, tiered_buckets
 from tests.conftest import cuda
-
-
-def test_make_buckets_and_lookup():
-    assert make_buckets(100, 32) == [32, 64, 96, 128]
-    assert make_buckets(96, 32, start=64) == [64, 96]
-    b = make_buckets(576, 32, start=64)
-    assert bucket_for(1, b) == 64 and bucket_for(64, b) == 64 and bucket_for(65, b) == 96
-    assert bucket_for(576, b) == 576 and bucket_for(577, b) is None
-    with pytest.raises(ValueError):
-        make_buckets(10, 0)
-
-
-def test_tiered_buckets_cover_long_sentences():
-    b = tiered_buckets(576, 32, 1408, 64, start=64)
-    assert b[:17] == make_buckets(576, 32, start=64) and b[17:] == list(range(640, 1409, 64))
-    assert bucket_for(577, b) == 640 and bucket_for(1408, b) == 1408 and bucket_for(1409, b) is None
-    assert tiered_buckets(576, 32, 0, 64, start=64) == make_buckets(576, 32, start=64)
-    assert tiered_buckets(288, 32, 704, 64) == make_buckets(288, 32) + [320, 384, 448, 512, 576, 640, 704]
-    # every flow call of the bench's long corpus (20-token prompt, 25 tokens a second, characters / 4 seconds,
-    # 2 frames a token) lands in a captured v2/v3 bucket
-    from cosydesk.bench.inputs import read_corpus
-    from cosydesk.runtime.cudagraph.model import FLOW_LONG_MAX_FRAMES, FLOW_LONG_BUCKET_STEP, FLOW_MAX_FRAMES
-
-    longest = max(len(t) for t in read_corpus("long"))
-    frames = 2 * (20 + round(longest / 4 * 25))
-    for version in ("v2", "v3"):
-        buckets = tiered_buckets(FLOW_MAX_FRAMES[version], 32, FLOW_LONG_MAX_FRAMES[version], FLOW_LONG_BUCKET_STEP)
-        assert bucket_for(frames, buckets) is not None, (version, frames)
-
-
-def test_padding_waste_bounded_by_step():
-    b = make_buckets(512, 32, start=32)
-    lengths = list(range(40, 500, 7))
-    assert 0 < padding_waste(lengths, b) < 32 / 40
-    assert padding_waste([64, 96], b) == 0.0
-
-
-def test_copy_padded_fills_tail():
-    dst = torch.full((1, 2, 6), 7.0)
-    copy_padded(dst, torch.ones(1, 2, 4))
-    assert torch.equal(dst[..., :4], torch.ones(1, 2, 4)) and torch.equal(dst[..., 4:], torch.zeros(1, 2, 2))
-    with pytest.raises(ValueError):
-        copy_padded(dst, torch.ones(1, 2, 7))
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,24 @@ Backends:
 - ``tensorrt``: float16 as eager-fp16, with the flow estimator run by TensorRT engines (built on first use and
   cached under the engines dir, ``cosydesk.runtime.tensorrt.torch_bridge``) and the LLM as in ``cudagraph``.
 
-The returned object has the same ``.llm`` / ``.flow`` / ``.hift`` methods the runtime calls (prefill,
-decode_step, flow.inference / inference_with_cache, hift.inference_with_source / inference), so the
-runtime does not know which backend it drives. This module converts the modules it is given in place:
-pass a copy if the caller still needs the original precision.
+The returned object satisfies ``protocols.BackendModel``: its ``.llm`` / ``.flow`` / ``.hift`` have the methods
+the runtime calls (prefill, decode_step, flow.inference / inference_with_cache, hift.inference_with_source /
+inference; ``protocols.py`` types them), so the runtime does not know which backend it drives. This module
+converts the modules it is given in place: pass a copy if the caller still needs the original precision.
+
+Layout: this package is the registry (names, where each was measured, ``accelerate``), ``protocols.py`` the
+contract, ``eager.py`` the eager backends and the float16 cast the GPU backends start from; the graph and
+TensorRT backends are ``cosydesk.runtime.cudagraph`` / ``cosydesk.runtime.tensorrt``, imported on demand. The
+runtime core imports only this package's public names; backends import only the core's public modules.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import torch
+
+from cosydesk.runtime.backends.eager import HalfHift, cast_model
 
 BACKENDS = ("eager-fp32", "eager-fp16", "cudagraph", "tensorrt")
 # Backends whose fast path has never executed on a GPU of this project: offered when asked for by name,
@@ -42,39 +48,22 @@ def measured_note(backend: str, compute_capability: tuple[int, int] | None) -> s
         return f"{backend} was measured on this kind of GPU ({measured[compute_capability]})"
     where = ", ".join(f"{name} (cc {cc[0]}.{cc[1]})" for cc, name in measured.items()) or "no GPU"
     return f"{backend} was measured on {where}; on this GPU it runs but its speed has not been measured here"
+
+
 Progress = Callable[..., None] | None
 
 
-class HalfHift:
-    """HiFT in float16 behind the float32 interface Token2Wav uses: Token2Wav hands over the flow's float32 mel
-    (and float32 caches), so inputs are cast to the vocoder's dtype and outputs back to float32."""
+def _with_graph_llm(model, progress: Progress = None):
+    """``model`` with the graph backend's static-cache LLM (``cudagraph.model.static_llm``): the tensorrt backend
+    is TensorRT's flow estimator composed here with the cudagraph LLM, so neither backend imports the other."""
+    import dataclasses
 
-    def __init__(self, hift, dtype: torch.dtype):
-        self.hift, self.dtype = hift, dtype
+    from cosydesk.runtime.cudagraph.model import static_llm
 
-    def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
-        if cache_source is not None:
-            cache_source = cache_source.to(self.dtype)
-        speech, source = self.hift.inference_with_source(mel.to(self.dtype), cache_source=cache_source,
-                                                         zero_noise=zero_noise, **kwargs)
-        return speech.float(), source.float()
-
-    def inference(self, mel, *args, **kwargs):
-        return self.hift.inference(mel.to(self.dtype), *args, **kwargs).float()
-
-    def __getattr__(self, item):
-        return getattr(self.__dict__["hift"], item)
-
-
-def _cast(model, dtype: torch.dtype):
-    model.llm.to(dtype=dtype)
-    model.flow.to(dtype=dtype)
-    if model.version == "v3" or dtype == torch.float32:
-        # v3's causal HiFT streams with carried float32 phase state (and a float64 f0 predictor): keep it float32
-        hift = model.hift.to(dtype=torch.float32)
-    else:
-        hift = HalfHift(model.hift.to(dtype=dtype), dtype)
-    return dataclasses.replace(model, dtype=dtype, hift=hift)
+    pool = torch.cuda.graph_pool_handle() if model.device.type == "cuda" else None
+    llm = static_llm(model, None, pool, progress)
+    torch.cuda.synchronize()
+    return dataclasses.replace(model, llm=llm)
 
 
 def accelerate(model, backend: str, progress: Progress = None, engines_dir=None):
@@ -85,17 +74,17 @@ def accelerate(model, backend: str, progress: Progress = None, engines_dir=None)
     """
     name = {"eager": "eager-fp32"}.get(backend, backend)
     if name == "eager-fp32":
-        return _cast(model, torch.float32)
+        return cast_model(model, torch.float32)
     if name == "eager-fp16":
         if model.device.type != "cuda":
             raise ValueError("eager-fp16 needs a CUDA device (fp16 on the CPU is slow and not a supported path)")
-        return _cast(model, torch.float16)
+        return cast_model(model, torch.float16)
     if name == "cudagraph":
         if model.device.type != "cuda" or not torch.cuda.is_available():
             raise ValueError("the cudagraph backend needs a CUDA device")
         from cosydesk.runtime.cudagraph.model import build_graph_model
 
-        return build_graph_model(_cast(model, torch.float16), progress=progress)
+        return build_graph_model(cast_model(model, torch.float16), progress=progress)
     if name == "tensorrt":
         if model.device.type != "cuda" or not torch.cuda.is_available():
             raise ValueError("the tensorrt backend needs a CUDA device")
@@ -104,8 +93,9 @@ def accelerate(model, backend: str, progress: Progress = None, engines_dir=None)
         reason = unavailable_reason()  # before casting: a refused backend leaves the model as it was
         if reason is not None:
             raise ValueError(reason)
-        return build_tensorrt_model(_cast(model, torch.float16), progress=progress, engines_dir=engines_dir)
+        fast = build_tensorrt_model(cast_model(model, torch.float16), progress=progress, engines_dir=engines_dir)
+        return _with_graph_llm(fast, progress)
     raise ValueError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
-__all__ = ["accelerate", "BACKENDS"]
+__all__ = ["accelerate", "BACKENDS", "EXPERIMENTAL", "MEASURED_ON", "HalfHift", "cast_model", "measured_note"]

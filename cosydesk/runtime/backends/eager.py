@@ -1,0 +1,46 @@
+"""The eager backends (``eager-fp32``, ``eager-fp16``) and the float16 cast every GPU backend starts from.
+
+``cast_model(model, dtype)`` converts the model's modules in place and returns the dataclass copy the runtime
+runs: the LLM and flow in ``dtype``; v1/v2's HiFT in ``dtype`` behind ``HalfHift`` (float32 at the core's side),
+v3's causal HiFT kept float32 (it streams with carried float32 phase state and a float64 f0 predictor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+
+class HalfHift:
+    """HiFT in float16 behind the float32 interface Token2Wav uses (``protocols.Vocoder``): Token2Wav hands over
+    the flow's float32 mel (and float32 caches), so inputs are cast to the vocoder's dtype and outputs back to
+    float32. ``hift`` is the wrapped module (the graph backend captures it)."""
+
+    def __init__(self, hift, dtype: torch.dtype):
+        self.hift, self.dtype = hift, dtype
+
+    def inference_with_source(self, mel, cache_source=None, zero_noise=False, **kwargs):
+        if cache_source is not None:
+            cache_source = cache_source.to(self.dtype)
+        speech, source = self.hift.inference_with_source(mel.to(self.dtype), cache_source=cache_source,
+                                                         zero_noise=zero_noise, **kwargs)
+        return speech.float(), source.float()
+
+    def inference(self, mel, *args, **kwargs):
+        return self.hift.inference(mel.to(self.dtype), *args, **kwargs).float()
+
+
+def cast_model(model, dtype: torch.dtype):
+    """``model`` with its networks in ``dtype`` (in place) and v1/v2's vocoder behind ``HalfHift`` (see above)."""
+    model.llm.to(dtype=dtype)
+    model.flow.to(dtype=dtype)
+    if model.version == "v3" or dtype == torch.float32:
+        # v3's causal HiFT streams with carried float32 phase state (and a float64 f0 predictor): keep it float32
+        hift = model.hift.to(dtype=torch.float32)
+    else:
+        hift = HalfHift(model.hift.to(dtype=dtype), dtype)
+    return dataclasses.replace(model, dtype=dtype, hift=hift)
+
+
+__all__ = ["HalfHift", "cast_model"]

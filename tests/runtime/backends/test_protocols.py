@@ -1,0 +1,85 @@
+"""The backend contract (runtime/backends/protocols.py): what each backend's parts declare, and that the runtime
+core imports no backend internals."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+
+from cosydesk.model import load
+from cosydesk.runtime.backends import HalfHift, accelerate
+from cosydesk.runtime.backends.protocols import (BackendModel, DeviceLoopLM, Flow, FlowSolver, IncrementalFlow,
+                                                 SpeechLM, SteppedSolver, Vocoder)
+from tests.conftest import tiny_model
+from tests.support.paths import REPO_ROOT
+
+RUNTIME = REPO_ROOT / "cosydesk" / "runtime"
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+def test_eager_parts_satisfy_the_protocols(version, tmp_path_factory):
+    model = accelerate(load(tiny_model(version, tmp_path_factory.getbasetemp())), "eager-fp32")
+    assert isinstance(model, BackendModel)
+    assert isinstance(model.llm, SpeechLM) and not isinstance(model.llm, DeviceLoopLM)  # the host loop drives it
+    assert isinstance(model.flow, Flow) and isinstance(model.flow.decoder, FlowSolver)
+    assert not isinstance(model.flow.decoder, SteppedSolver)  # no per-step hook: the pipeline releases the LLM later
+    assert isinstance(model.flow, IncrementalFlow) == (version != "v1")
+    assert isinstance(model.hift, Vocoder)
+    assert isinstance(model.llm.silent_tokens, tuple) and bool(model.llm.silent_tokens) == (version == "v3")
+
+
+def test_graph_backend_parts_declare_their_capabilities(tmp_path_factory, monkeypatch):
+    """The graph backend's LLM and solver (built on the CPU: nothing captured) declare the device loop and the step
+    hook; its wrappers forward nothing they do not declare."""
+    from cosydesk.runtime.cudagraph import hift as graphed_hift
+    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+
+    model = load(tiny_model("v2", tmp_path_factory.getbasetemp()))
+    lm = copy.deepcopy(model.llm)
+    static = StaticQwenLM(lm, max_len=96, prefill_buckets=(48,), use_graphs=False)
+    assert isinstance(static, DeviceLoopLM)
+    assert (static.stop_ids, static.min_len_masked_ids, static.silent_tokens, static.eos_id) == (
+        lm.stop_ids, lm.min_len_masked_ids, lm.silent_tokens, lm.eos_id)
+    assert not hasattr(static, "lm_input")  # no __getattr__ forwarding to the module
+    sampler = GraphedSampler(model.flow.decoder, [64], (False, True))
+    assert isinstance(sampler, SteppedSolver) and sampler.n_steps == model.flow.decoder.n_steps
+    half = HalfHift(copy.deepcopy(model.hift), torch.float32)
+    monkeypatch.setattr(graphed_hift, "capture_graphs", lambda jobs, *args, **kwargs: {})  # no CUDA here
+    graphed = graphed_hift.GraphedHift(half, [])
+    for part in (half, graphed):
+        assert isinstance(part, Vocoder) and not hasattr(part, "samples_per_frame")
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_the_core_imports_no_backend_internals():
+    """runtime/*.py (the core) reaches the backends only through the runtime.backends package; the backends'
+    own modules (cudagraph/, tensorrt/) are never imported by the core."""
+    core = sorted(RUNTIME.glob("*.py"))
+    assert core and RUNTIME / "pipeline.py" in core
+    for path in core:
+        bad = {name for name in _imports(path)
+               if name.startswith(("cosydesk.runtime.cudagraph", "cosydesk.runtime.tensorrt"))}
+        assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_backends_import_nothing_of_each_other():
+    """cudagraph/ and tensorrt/ meet only in the registry (``backends.accelerate`` composes the tensorrt backend's
+    engines with the graph backend's LLM)."""
+    for own, other in (("cudagraph", "tensorrt"), ("tensorrt", "cudagraph")):
+        for path in sorted((RUNTIME / own).glob("*.py")):
+            bad = {name for name in _imports(path) if name.startswith(f"cosydesk.runtime.{other}")}
+            assert not bad, f"{own}/{path.name} imports {sorted(bad)}"
