@@ -265,7 +265,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench", "cosydesk.bench", "latency / RTF / VRAM / fidelity benchmark over a corpus, per backend"),
     ("doctor", "cosydesk.doctor", "check this machine: Python, torch/CUDA, GPU, TensorRT, audio, fonts, models; "
                                   "each problem with the command that fixes it"),
-    ("engines", "cosydesk.runtime.tensorrt.cli", "TensorRT engines: build ahead of time (cached under engines/)"),
+    ("engines", "cosydesk.runtime.backends.tensorrt.cli", "TensorRT engines: build ahead of time (cached under engines/)"),
     ("serve", "cosydesk.serve.cli", "run a local OpenAI-compatible speech server (/v1/audio/speech)"),
     ("read", "cosydesk.read_command", "read text aloud through the running app (or standalone when none runs)"),
 )

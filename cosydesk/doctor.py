@@ -174,7 +174,7 @@ def check_gpus(probe: _Probe) -> list[Check]:
 def _runtime_supported_flavours() -> Callable[..., object] | None:
     """The runtime's own TensorRT support table, when the runtime offers one."""
     try:
-        from cosydesk.runtime import tensorrt as trt_runtime
+        from cosydesk.runtime.backends import tensorrt as trt_runtime
     except Exception:  # noqa: BLE001
         return None
     return getattr(trt_runtime, "supported_flavours", None)

@@ -38,7 +38,7 @@ def test_each_folder_has_its_own_override(tmp_path, monkeypatch):
 
 
 def test_the_old_names_are_the_paths_functions():
-    from cosydesk.runtime.tensorrt import torch_bridge
+    from cosydesk.runtime.backends.tensorrt import torch_bridge
 
     assert hub.default_models_dir is paths.models_dir and hub.app_data_dir is paths.data_dir
     assert torch_bridge.default_engines_dir is paths.engines_dir

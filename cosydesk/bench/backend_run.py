@@ -76,12 +76,12 @@ def kernel_paths(model) -> dict:
     v1's calls, ``COSYDESK_V1_HIFT_GRAPHS``)."""
     import sys
 
-    from cosydesk.runtime.cudagraph.causal_hift import GraphedCausalHift
-    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-    from cosydesk.runtime.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
-    from cosydesk.runtime.cudagraph.hift import GraphedHift
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
-    from cosydesk.runtime.cudagraph.static_lm import StaticSpeechLM
+    from cosydesk.runtime.backends.cudagraph.causal_hift import GraphedCausalHift
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.backends.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
+    from cosydesk.runtime.backends.cudagraph.hift import GraphedHift
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.static_lm import StaticSpeechLM
 
     llm = model.llm
     static = isinstance(llm, StaticSpeechLM)
@@ -95,8 +95,8 @@ def kernel_paths(model) -> dict:
     decoder = model.flow.decoder
     estimator = decoder.estimator
     # the Triton rewrites exist only once their modules were imported (they need Triton)
-    kernels = sys.modules.get("cosydesk.runtime.cudagraph.flow_kernels")
-    rows = sys.modules.get("cosydesk.runtime.cudagraph.row_estimator")
+    kernels = sys.modules.get("cosydesk.runtime.backends.cudagraph.flow_kernels")
+    rows = sys.modules.get("cosydesk.runtime.backends.cudagraph.row_estimator")
     blocks = 0 if kernels is None else sum(isinstance(m, kernels.KernelTransformerBlock) for m in estimator.modules())
     graphed = isinstance(decoder, GraphedSampler)
     encoder = getattr(model.flow, "encoder", None)  # v3's flow has none

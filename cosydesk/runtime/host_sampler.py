@@ -1,7 +1,7 @@
 """Speech-token sampling on the host for the generic generation loop (eager backends, on any device).
 
 The cudagraph backend does not use it: its LLM chooses ids on the GPU inside the decode graph and runs one step
-ahead of the host (``runtime/cudagraph/select.py``); with a host round trip per token that loop cannot exist.
+ahead of the host (``runtime/backends/cudagraph/select.py``); with a host round trip per token that loop cannot exist.
 
 Why: the repetition-aware sampler is ~25 tiny tensor ops per token. On a GPU each is a kernel launch plus a
 scheduling bubble, and the chosen id still needs one host sync: measured on the H200, decode step + sampler

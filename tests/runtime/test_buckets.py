@@ -69,7 +69,7 @@ def test_tiered_buckets_cover_long_sentences():
     # every flow call of the bench's long corpus (20-token prompt, 25 tokens a second, characters / 4 seconds,
     # 2 frames a token) lands in a captured v2/v3 bucket
     from cosydesk.bench.inputs import read_corpus
-    from cosydesk.runtime.cudagraph.model import FLOW_LONG_MAX_FRAMES, FLOW_LONG_BUCKET_STEP, FLOW_MAX_FRAMES
+    from cosydesk.runtime.backends.cudagraph.model import FLOW_LONG_MAX_FRAMES, FLOW_LONG_BUCKET_STEP, FLOW_MAX_FRAMES
 
     longest = max(len(t) for t in read_corpus("long"))
     frames = 2 * (20 + round(longest / 4 * 25))

@@ -187,8 +187,8 @@ def test_backend_wired_flows_keep_the_recompute_path():
     import copy
     import dataclasses
 
-    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-    from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.backends.cudagraph.fuse import fuse_estimator_attention
 
     golden = load_golden("v2")
     inputs = _e2e_inputs(golden)

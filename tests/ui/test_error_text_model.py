@@ -1,4 +1,4 @@
-"""zh_CN covers every message of cosydesk/model/ and cosydesk/runtime/tensorrt/ (issue 29 item 7, defect D15).
+"""zh_CN covers every message of cosydesk/model/ and cosydesk/runtime/backends/tensorrt/ (issue 29 item 7, defect D15).
 
 Three ways in: every raise site of those packages rendered with placeholder fields; the sub-phrases the code passes
 into its messages (config_values' rules, hf_files' ``what``, json / PyYAML errors) as the code builds them; and
@@ -21,11 +21,12 @@ import pytest
 from cosydesk.ui.error_text import translate_message
 from cosydesk.ui.message_tables.model import FILE_MESSAGES, PHRASES, ZH_CN
 from tests.reliability.malformed_folders import CASES, make_case_folder
+from tests.support.paths import REPO_ROOT
 from tests.support.raise_sites import call_sites, literal_text, python_files, raise_sites, returned_sites, sample_of
 
-REPO = Path(__file__).resolve().parents[2]
-# runtime/tensorrt/cli.py is `cosydesk engines`: it talks to a terminal, never to the app
-SOURCES = python_files(REPO / "cosydesk" / "model", REPO / "cosydesk" / "runtime" / "tensorrt", exclude=("cli.py",))
+REPO = REPO_ROOT
+# runtime/backends/tensorrt/cli.py is `cosydesk engines`: it talks to a terminal, never to the app
+SOURCES = python_files(REPO / "cosydesk" / "model", REPO / "cosydesk" / "runtime" / "backends" / "tensorrt", exclude=("cli.py",))
 CJK = re.compile(r"[\u4e00-\u9fff]")
 FIELD = re.compile(r"\{(\d+)\}")
 # names a Chinese message keeps as they are (besides identifiers: words with digits, "_", "." or inner capitals)

@@ -43,18 +43,19 @@ ASSIGNED = {
     "doctor.py": ("where", "missing", "detail", "how", "label", "nvml_error", "cuda"),
     "qt_platform.py": ("what", "problem"),
 }
-RETURNED = {"doctor.py": ("_model_fix", "_weights_open"), "runtime/backends.py": ("measured_note",)}
+RETURNED = {"doctor.py": ("_model_fix", "_weights_open"), "runtime/backends/__init__.py": ("measured_note",)}
 
 # Never shown by the app, so never translated: file (relative to cosydesk/) -> why.
 SKIPPED_FILES = {
     "runtime/buckets.py": "bucket sizes are chosen by the code, never by the user: an internal invariant",
-    "runtime/cudagraph/buckets.py": "CUDA-graph bucket sizes are constants of the code: an internal invariant",
-    "runtime/cudagraph/conv_kernels.py": "kernel shape checks (the code's own buffers): an internal invariant",
-    "runtime/cudagraph/decode_kernels.py": "kernel launch parameters are constants of the code: an internal invariant",
-    "runtime/cudagraph/encoder.py": "which encoder is graphed is decided by the code: an internal invariant",
-    "runtime/cudagraph/flow_kernels.py": "mask shapes are the code's own buffers: an internal invariant",
-    "runtime/cudagraph/hift_padded.py": "padded vocoder buckets are the code's own buffers: an internal invariant",
-    "runtime/cudagraph/variants.py": "benchmark variant labels (cosydesk bench), not messages",
+    "runtime/backends/cudagraph/blocked_attention.py": "attention table shapes are the code's own buffers: an internal invariant",
+    "runtime/backends/cudagraph/compile.py": "compile_blocks' arguments come from the code: an internal invariant",
+    "runtime/backends/cudagraph/conv_kernels.py": "kernel shape checks (the code's own buffers): an internal invariant",
+    "runtime/backends/cudagraph/decode_kernels.py": "kernel launch parameters are constants of the code: an internal invariant",
+    "runtime/backends/cudagraph/encoder.py": "which encoder is graphed is decided by the code: an internal invariant",
+    "runtime/backends/cudagraph/flow_kernels.py": "mask shapes are the code's own buffers: an internal invariant",
+    "runtime/backends/cudagraph/hift_padded.py": "padded vocoder buckets are the code's own buffers: an internal invariant",
+    "runtime/backends/cudagraph/variants.py": "benchmark variant labels (cosydesk bench), not messages",
     "audio/ringbuffer.py": "the player's ring buffer size is a constant of the code: an internal invariant",
     "ui/single_instance.py": "printed to the terminal by app.claim_instance before any window exists",
     "voices_list.py": "`cosydesk voices` prints these to the terminal (CLI only); the app lists voices itself",

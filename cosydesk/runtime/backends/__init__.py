@@ -4,10 +4,10 @@ Backends:
 - ``eager`` / ``eager-fp32``: the model's own modules in float32 (CPU or CUDA) — the reference.
 - ``eager-fp16``: the same modules cast to float16 (CUDA).
 - ``cudagraph``: float16 with the LLM decode step (compiled layer), the prefill buckets, the CFM Euler step per
-  frame bucket and v2's HiFT per streaming chunk shape captured as CUDA graphs (``cosydesk.runtime.cudagraph``);
+  frame bucket and v2's HiFT per streaming chunk shape captured as CUDA graphs (``cosydesk.runtime.backends.cudagraph``);
   norms / softmax / the CFM update accumulate in float32.
 - ``tensorrt``: float16 as eager-fp16, with the flow estimator run by TensorRT engines (built on first use and
-  cached under the engines dir, ``cosydesk.runtime.tensorrt.torch_bridge``) and the LLM as in ``cudagraph``.
+  cached under the engines dir, ``cosydesk.runtime.backends.tensorrt.torch_bridge``) and the LLM as in ``cudagraph``.
 
 The returned object satisfies ``protocols.BackendModel``: its ``.llm`` / ``.flow`` / ``.hift`` have the methods
 the runtime calls (prefill, decode_step, flow.inference / inference_with_cache, hift.inference_with_source /
@@ -16,7 +16,7 @@ converts the modules it is given in place: pass a copy if the caller still needs
 
 Layout: this package is the registry (names, where each was measured, ``accelerate``), ``protocols.py`` the
 contract, ``eager.py`` the eager backends and the float16 cast the GPU backends start from; the graph and
-TensorRT backends are ``cosydesk.runtime.cudagraph`` / ``cosydesk.runtime.tensorrt``, imported on demand. The
+TensorRT backends are ``cosydesk.runtime.backends.cudagraph`` / ``cosydesk.runtime.backends.tensorrt``, imported on demand. The
 runtime core imports only this package's public names; backends import only the core's public modules.
 """
 
@@ -58,7 +58,7 @@ def _with_graph_llm(model, progress: Progress = None):
     is TensorRT's flow estimator composed here with the cudagraph LLM, so neither backend imports the other."""
     import dataclasses
 
-    from cosydesk.runtime.cudagraph.model import static_llm
+    from cosydesk.runtime.backends.cudagraph.model import static_llm
 
     pool = torch.cuda.graph_pool_handle() if model.device.type == "cuda" else None
     llm = static_llm(model, None, pool, progress)
@@ -82,13 +82,13 @@ def accelerate(model, backend: str, progress: Progress = None, engines_dir=None)
     if name == "cudagraph":
         if model.device.type != "cuda" or not torch.cuda.is_available():
             raise ValueError("the cudagraph backend needs a CUDA device")
-        from cosydesk.runtime.cudagraph.model import build_graph_model
+        from cosydesk.runtime.backends.cudagraph.model import build_graph_model
 
         return build_graph_model(cast_model(model, torch.float16), progress=progress)
     if name == "tensorrt":
         if model.device.type != "cuda" or not torch.cuda.is_available():
             raise ValueError("the tensorrt backend needs a CUDA device")
-        from cosydesk.runtime.tensorrt.torch_bridge import build_tensorrt_model, unavailable_reason
+        from cosydesk.runtime.backends.tensorrt.torch_bridge import build_tensorrt_model, unavailable_reason
 
         reason = unavailable_reason()  # before casting: a refused backend leaves the model as it was
         if reason is not None:

@@ -1,4 +1,4 @@
-"""zh_CN for the messages of cosydesk/model/ and cosydesk/runtime/tensorrt/ (load refusals and synthesis errors).
+"""zh_CN for the messages of cosydesk/model/ and cosydesk/runtime/backends/tensorrt/ (load refusals and synthesis errors).
 
 They reach the app as "Cannot load <folder>: <file>: <message>". FILE_MESSAGES holds what follows "<file>: ";
 each that starts with literal text is also listed with that prefix ("{0}: …", its fields renumbered), so that
@@ -152,13 +152,15 @@ FILE_MESSAGES: dict[str, str] = {
         "llm_input_size（{0}）/ llm_output_size（{1}）与 {3}/config.json 中 Qwen2 的 hidden_size（{2}）不一致",
     "text_encoder must be a ConformerEncoder": "text_encoder 必须是 ConformerEncoder",
     "llm must be a TransformerEncoder": "llm 必须是 TransformerEncoder",
-    # ---------------------------------------------------------------- runtime/tensorrt/
+    # ---------------------------------------------------------------- runtime/backends/tensorrt/
     "norm/softmax/reduction ops in fp16 would overflow: {0}": "归一化/softmax/归约运算在 fp16 下会溢出：{0}",
     "set_compute_capability({0}) was refused": "set_compute_capability({0}) 被拒绝",
     "{0} exceeds the engine's max shape {1}": "{0} 超出引擎的最大形状 {1}",
 }
 
 PHRASES: dict[str, str] = {
+    # model/versions.py
+    "unknown model version {0} (expected one of {1})": "未知的模型版本 {0}（应为以下之一：{1}）",
     # ---------------------------------------------------------------- model/config.py: reading the yaml
     "model folder {0} does not exist (not a CosyVoice model folder)": "模型文件夹 {0} 不存在（不是 CosyVoice 模型文件夹）",
     "{0} holds no cosyvoice.yaml, cosyvoice2.yaml or cosyvoice3.yaml: not a CosyVoice model folder":
@@ -321,7 +323,7 @@ PHRASES: dict[str, str] = {
     "internal: the phase carry does not match the window plan": "内部错误：相位延续与窗口规划不一致",
     "internal: the phase carry lies outside the vocoded window": "内部错误：相位延续位于已合成的窗口之外",
     "teacher_forced_logits needs at least one forced token": "teacher_forced_logits 至少需要一个强制 token",
-    # ---------------------------------------------------------------- runtime/tensorrt/
+    # ---------------------------------------------------------------- runtime/backends/tensorrt/
     "the tensorrt backend needs an NVIDIA GPU visible to cuda-python; none was found (install the CUDA bindings "
     "with `pip install cuda-python`, run `cosydesk doctor`)":
         "tensorrt 后端需要 cuda-python 能识别的 NVIDIA GPU，但没有找到（请用 `pip install cuda-python` 安装 CUDA 绑定，"

@@ -1,4 +1,4 @@
-"""zh_CN for the messages of cosydesk/runtime (runtime/tensorrt excepted: model.py), loading stages included."""
+"""zh_CN for the messages of cosydesk/runtime (runtime/backends/tensorrt excepted: model.py), loading stages included."""
 
 ZH_CN: dict[str, str] = {
     # runtime/synthesizer.py: device, backend, precision, speed
@@ -39,7 +39,7 @@ ZH_CN: dict[str, str] = {
     # runtime/options.py (COSYDESK_* environment variables)
     "decode_ahead must be at least 1, not {0}": "decode_ahead 至少为 1，而不是 {0}",
     "first_chunk_shared_steps must not be negative, not {0}": "first_chunk_shared_steps 不能为负数，而不是 {0}",
-    # runtime/cudagraph: limits a request can reach
+    # runtime/backends/cudagraph: limits a request can reach
     "the voice prompt and the sentence take {0} positions of the speech model's cache, which holds {1}: use a "
     "shorter voice prompt or a shorter sentence":
         "语音提示与句子共占用语音模型缓存的 {0} 个位置，而缓存只有 {1} 个：请换用更短的语音提示或更短的句子",

@@ -35,9 +35,9 @@ def test_eager_parts_satisfy_the_protocols(version, tmp_path_factory):
 def test_graph_backend_parts_declare_their_capabilities(tmp_path_factory, monkeypatch):
     """The graph backend's LLM and solver (built on the CPU: nothing captured) declare the device loop and the step
     hook; its wrappers forward nothing they do not declare."""
-    from cosydesk.runtime.cudagraph import hift as graphed_hift
-    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph import hift as graphed_hift
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     model = load(tiny_model("v2", tmp_path_factory.getbasetemp()))
     lm = copy.deepcopy(model.llm)
@@ -72,7 +72,7 @@ def test_the_core_imports_no_backend_internals():
     assert core and RUNTIME / "pipeline.py" in core
     for path in core:
         bad = {name for name in _imports(path)
-               if name.startswith(("cosydesk.runtime.cudagraph", "cosydesk.runtime.tensorrt"))}
+               if name.startswith(("cosydesk.runtime.backends.cudagraph", "cosydesk.runtime.backends.tensorrt"))}
         assert not bad, f"{path.name} imports {sorted(bad)}"
 
 

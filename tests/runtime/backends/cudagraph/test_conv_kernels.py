@@ -12,9 +12,9 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from cosydesk.model.unet import CausalConditionalDecoder, ConditionalDecoder, ConvNormMish, ResnetBlock1D  # noqa: E402
-from cosydesk.runtime.cudagraph import row_estimator as re_  # noqa: E402
-from cosydesk.runtime.cudagraph.conv_kernels import ChannelTiles, _mish, conv_rows, conv_taps  # noqa: E402
-from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention  # noqa: E402
+from cosydesk.runtime.backends.cudagraph import row_estimator as re_  # noqa: E402
+from cosydesk.runtime.backends.cudagraph.conv_kernels import ChannelTiles, _mish, conv_rows, conv_taps  # noqa: E402
+from cosydesk.runtime.backends.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention  # noqa: E402
 from tests.conftest import cuda, interpreted  # noqa: E402
 
 
@@ -168,7 +168,7 @@ def test_graphed_solver_with_precomputed_times_and_masks_matches_the_solver_cpu(
     attention mask from a per-request buffer: same output as the plain solver (both modes, requests of
     different lengths in the 48-frame bucket, padded tails), and inside the steps neither is computed again."""
     from cosydesk.model.cfm import FlowMatchingSampler, cosine_time_grid
-    from cosydesk.runtime.cudagraph.cfm import GraphedSampler, solve_cfm
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler, solve_cfm
 
     est = _estimator()
     assert re_.use_row_estimator(est, frames=20)
@@ -235,7 +235,7 @@ def test_one_graph_per_bucket_serves_both_attention_modes_cpu(monkeypatch):
     """With the row estimator the streaming and full-attention steps differ only in the mask buffer, so one
     graph per bucket is captured; replayed for a non-streaming request it gives the non-streaming solve."""
     from cosydesk.model.cfm import FlowMatchingSampler, cosine_time_grid
-    from cosydesk.runtime.cudagraph import cfm
+    from cosydesk.runtime.backends.cudagraph import cfm
 
     est = _estimator()
     assert re_.use_row_estimator(est, frames=20)
@@ -298,8 +298,8 @@ def test_a_failing_trial_leaves_the_module_with_a_warning(monkeypatch):
 def test_full_size_row_estimator_float16_in_a_graph():
     """The released v2 estimator shape in float16 on the GPU, captured in a CUDA graph: as close to the float32
     module as the float16 module is; with PDL (where available) bit-identical to plain launches."""
-    from cosydesk.runtime.cudagraph.flow_kernels import use_flow_kernels
-    from cosydesk.runtime.cudagraph.pdl import pdl_available
+    from cosydesk.runtime.backends.cudagraph.flow_kernels import use_flow_kernels
+    from cosydesk.runtime.backends.cudagraph.pdl import pdl_available
 
     def build(dtype):
         torch.manual_seed(0)
@@ -340,8 +340,8 @@ def test_full_size_row_estimator_float16_in_a_graph():
         ours_err = float((out - ref).abs().max()) / scale
         assert ours_err <= 1.5 * module_err + 1e-4, (ours_err, module_err)
         if pdl_available(torch.device("cuda")):
-            from cosydesk.runtime.cudagraph.conv_kernels import conv_rows_kernel
-            from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
+            from cosydesk.runtime.backends.cudagraph.conv_kernels import conv_rows_kernel
+            from cosydesk.runtime.backends.cudagraph.pdl import compiled_with_pdl
 
             assert half.pdl and compiled_with_pdl(conv_rows_kernel)
             with_pdl = out.clone()

@@ -39,7 +39,7 @@ def _prompt(seed=0):
 
 
 def test_static_qwen_matches_eager_logits_cpu(tiny_v2_model):
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     import copy
 
@@ -48,7 +48,7 @@ def test_static_qwen_matches_eager_logits_cpu(tiny_v2_model):
     static = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False,
                           host_text_embeddings=True)
     assert static.lm.embed_text.__name__ == "embed_text_on_host"
-    from cosydesk.runtime.cudagraph.qwen import decoder_layer
+    from cosydesk.runtime.backends.cudagraph.qwen import decoder_layer
 
     assert static.decode_layer is decoder_layer  # not compiled here, so not the multiply + reduce form
     text, prompt_text, prompt_speech = _prompt()
@@ -70,7 +70,7 @@ def test_static_qwen_compiled_layer_matches_and_compiles_once_cpu(tiny_v2_model)
     import torch._dynamo
     from torch._dynamo.utils import counters
 
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     torch._dynamo.reset()
     counters.clear()
@@ -91,7 +91,7 @@ def test_static_qwen_compiled_layer_matches_and_compiles_once_cpu(tiny_v2_model)
 
 def test_static_qwen_bucket_padding_junk_is_harmless_cpu(tiny_v2_model):
     """Prefill padded to a bucket writes junk K/V past the prompt; later decode steps must not see it."""
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     lm = tiny_v2_model.llm
     static = StaticQwenLM(lm, max_len=96, prefill_buckets=(48,), use_graphs=False)
@@ -104,7 +104,7 @@ def test_static_qwen_bucket_padding_junk_is_harmless_cpu(tiny_v2_model):
     static._prefill_body(48)
     ref_logits, ref_state = lm.prefill(text, prompt_text, prompt_speech, None)
     assert torch.allclose(static.prefill_logits, ref_logits, atol=1e-4, rtol=1e-4)
-    from cosydesk.runtime.cudagraph.qwen import StaticDecodeState
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticDecodeState
 
     state = StaticDecodeState(length=n)
     for token in (3, 4, 5):
@@ -119,8 +119,8 @@ def test_static_qwen_default_cache_holds_a_30_s_prompt_cpu(tiny_v2_model):
     plain layer, and the logits equal the module's."""
     from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
     from cosydesk.model.sampling import teacher_forced_logits
-    from cosydesk.runtime.cudagraph.model import llm_cache_positions
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.model import llm_cache_positions
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     lm = tiny_v2_model.llm
     static = StaticQwenLM(lm, max_len=llm_cache_positions("v2"), prefill_buckets=(48,), use_graphs=False)
@@ -137,7 +137,7 @@ def test_static_qwen_default_cache_holds_a_30_s_prompt_cpu(tiny_v2_model):
 
 
 def _static_lm(lm, max_len=256):
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     return StaticQwenLM(lm, max_len=max_len, prefill_buckets=(48,), use_graphs=False)
 
@@ -315,7 +315,7 @@ def test_more_steps_queued_ahead_change_no_token_cpu(tiny_v2_model, ahead, monke
 
 def test_decode_layer_gemv_form_matches_gemm_and_sdpa_cpu():
     """The compiled decode layer's multiply + reduce projections and attention equal F.linear + SDPA (GQA)."""
-    from cosydesk.runtime.cudagraph.qwen import decoder_layer
+    from cosydesk.runtime.backends.cudagraph.qwen import decoder_layer
 
     g = torch.Generator().manual_seed(3)
     hidden, heads, kv_heads, head_dim, inter, max_len = 64, 4, 2, 16, 96, 24
@@ -342,7 +342,7 @@ def test_decode_layer_gemv_form_matches_gemm_and_sdpa_cpu():
 def test_graphed_encoder_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming, finalize):
     """The bucketed encoder body (what the graphs capture) equals the plain encoder on the valid frames: look-ahead
     rows, zero padding after the input embedding, masks and relative positions of a longer bucket."""
-    from cosydesk.runtime.cudagraph.encoder import GraphedEncoder
+    from cosydesk.runtime.backends.cudagraph.encoder import GraphedEncoder
 
     flow = tiny_v2_model.flow
     encoder = flow.encoder
@@ -366,7 +366,7 @@ def test_graphed_encoder_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming
 @pytest.mark.parametrize("streaming", [False, True])
 def test_cfm_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming):
     from cosydesk.model.cfm import cosine_time_grid
-    from cosydesk.runtime.cudagraph.cfm import solve_cfm
+    from cosydesk.runtime.backends.cudagraph.cfm import solve_cfm
 
     sampler = tiny_v2_model.flow.decoder
     g = torch.Generator().manual_seed(0)
@@ -526,7 +526,7 @@ def _graphed_flow_copy(cpu_model):
     import copy
     import dataclasses
 
-    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
 
     flow = copy.deepcopy(cpu_model.flow)
     flow.decoder = GraphedSampler(flow.decoder, [128, 256, 512], (False, True))
@@ -609,7 +609,7 @@ def test_convs_as_gemm_match_the_convolutions_cpu(tiny_v2_model):
     import copy
 
     from cosydesk.model.unet import LeftPaddedConv1d
-    from cosydesk.runtime.cudagraph.fuse import GemmConv1d, convs_as_gemm
+    from cosydesk.runtime.backends.cudagraph.fuse import GemmConv1d, convs_as_gemm
 
     g = torch.Generator().manual_seed(5)
     x = torch.randn(2, 6, 11, generator=g)
@@ -643,9 +643,9 @@ def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
     from torch._dynamo.utils import counters
 
     from cosydesk.model.cfm import cosine_time_grid
-    from cosydesk.runtime.cudagraph.cfm import solve_cfm
-    from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
-    from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention
+    from cosydesk.runtime.backends.cudagraph.cfm import solve_cfm
+    from cosydesk.runtime.backends.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
+    from cosydesk.runtime.backends.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention
 
     torch._dynamo.reset()
     counters.clear()
@@ -671,7 +671,7 @@ def test_estimator_blocks_compiled_match_eager_cpu(tiny_v2_model):
 
 def test_streaming_hift_shapes_cover_every_non_final_v2_call(tiny_v2_model):
     """The v2 HiFT graphs are captured for exact shapes: every non-final streaming call must hit one of them."""
-    from cosydesk.runtime.cudagraph.hift import streaming_hift_shapes
+    from cosydesk.runtime.backends.cudagraph.hift import streaming_hift_shapes
     from cosydesk.runtime.schedule import ChunkCall, make_schedule
     from cosydesk.runtime.token2wav import Token2Wav
 
@@ -712,7 +712,7 @@ def test_graphed_sampler_step_buffers_match_solver_cpu(tiny_v2_model, streaming)
     """The per-step buffers (CFG row 1 kept zero, t/dt device scalars, float32 state, padding to the bucket)
     give the solver's output; on CPU the captured step runs eagerly on the same buffers."""
     from cosydesk.model.cfm import cosine_time_grid
-    from cosydesk.runtime.cudagraph.cfm import GraphedSampler, solve_cfm
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler, solve_cfm
 
     sampler = tiny_v2_model.flow.decoder
     graphed = GraphedSampler(sampler, [64, 96], (False, True))
@@ -732,8 +732,8 @@ def test_v1_graphed_encoder_padding_keeps_valid_frames_cpu(tmp_path):
     and requests longer than every bucket (the plain encoder). Chunked encoders are refused."""
     import copy
 
-    from cosydesk.runtime.cudagraph.encoder import GraphedFullAttentionEncoder
-    from cosydesk.runtime.cudagraph.model import v1_encoder_graphs_wanted
+    from cosydesk.runtime.backends.cudagraph.encoder import GraphedFullAttentionEncoder
+    from cosydesk.runtime.backends.cudagraph.model import v1_encoder_graphs_wanted
     from cosydesk.testing.full_size import random_model
 
     flow = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True).flow
@@ -762,8 +762,8 @@ def test_v1_masked_group_norm_makes_bucket_padding_harmless_cpu(tmp_path):
     import copy
 
     from cosydesk.model.cfm import cosine_time_grid
-    from cosydesk.runtime.cudagraph.cfm import solve_cfm
-    from cosydesk.runtime.cudagraph.fuse import mask_group_norms
+    from cosydesk.runtime.backends.cudagraph.cfm import solve_cfm
+    from cosydesk.runtime.backends.cudagraph.fuse import mask_group_norms
     from cosydesk.testing.full_size import random_model
 
     v1 = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)
@@ -790,8 +790,8 @@ def test_graphed_hift_and_cfm_steps_match_their_eager_math(tiny_v2_model):
     """On the GPU: a captured HiFT shape and the captured CFM steps give what the same float16 modules give
     eagerly (the graphs add no error of their own), and the compiled blocks were really compiled when Triton is
     there (no silent eager fallback)."""
-    from cosydesk.runtime.cudagraph.cfm import solve_cfm
-    from cosydesk.runtime.cudagraph.compile import compile_enabled
+    from cosydesk.runtime.backends.cudagraph.cfm import solve_cfm
+    from cosydesk.runtime.backends.cudagraph.compile import compile_enabled
 
     dev = torch.device("cuda")
     model = _graph_model(tiny_v2_model)
@@ -822,7 +822,7 @@ def test_capture_graphs_warms_up_then_captures_each_job(monkeypatch):
     failed capture is recorded (or raised without an errors list), progress follows the captured graphs."""
     import contextlib
 
-    from cosydesk.runtime.cudagraph import capture
+    from cosydesk.runtime.backends.cudagraph import capture
 
     events = []
     capturing = {"on": False}
@@ -876,7 +876,7 @@ def test_folding_weight_norms_keeps_the_vocoder_output_cpu(tiny_v2_model):
     original it was copied from (another backend in the same process) still works."""
     import copy
 
-    from cosydesk.runtime.cudagraph.hift import fold_weight_norms
+    from cosydesk.runtime.backends.cudagraph.hift import fold_weight_norms
 
     hift = tiny_v2_model.hift
     folded = copy.deepcopy(hift)

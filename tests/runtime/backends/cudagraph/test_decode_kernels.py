@@ -14,9 +14,9 @@ import torch
 
 triton = pytest.importorskip("triton", reason="the decode kernels are Triton kernels")
 
-from cosydesk.runtime.cudagraph import decode_kernels as dk  # noqa: E402
-from cosydesk.runtime.cudagraph import select_kernel as sk  # noqa: E402
-from cosydesk.runtime.cudagraph.qwen import LayerWeights, _rms, decoder_layer  # noqa: E402
+from cosydesk.runtime.backends.cudagraph import decode_kernels as dk  # noqa: E402
+from cosydesk.runtime.backends.cudagraph import select_kernel as sk  # noqa: E402
+from cosydesk.runtime.backends.cudagraph.qwen import LayerWeights, _rms, decoder_layer  # noqa: E402
 from tests.conftest import cuda, interpreted  # noqa: E402
 
 
@@ -132,7 +132,7 @@ def test_static_qwen_with_decode_kernels_matches_eager_cpu(version):
     """StaticQwenLM(decode_kernels=True): prefill (plain) then decode steps through the kernels give the
     reference module's logits (CosyVoice2's and CosyVoice3's speech LM); the decode-ahead loop yields what
     the plain-layer StaticQwenLM yields."""
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     lm = _tiny_lm(version)
     fast = StaticQwenLM(copy.deepcopy(lm), max_len=96, prefill_buckets=(48,), use_graphs=False, decode_kernels=True)
@@ -176,7 +176,7 @@ def test_kernel_config_is_validated():
 
 def test_static_qwen_falls_back_when_the_kernels_fail(monkeypatch):
     """A GPU / Triton that cannot compile a kernel: a warning at load and the compiled/plain layer, not a crash."""
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     def broken(*args, **kwargs):
         raise RuntimeError("no kernel for this GPU")
@@ -189,7 +189,7 @@ def test_static_qwen_falls_back_when_the_kernels_fail(monkeypatch):
 
 def test_static_qwen_retries_without_pdl_when_pdl_launches_fail(monkeypatch):
     """A driver/Triton that cannot launch or capture PDL kernels: plain launches, with a warning."""
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     def step(self, *args, **kwargs):
         if self.config.pdl is not False:
@@ -203,8 +203,8 @@ def test_static_qwen_retries_without_pdl_when_pdl_launches_fail(monkeypatch):
 
 
 def test_static_qwen_falls_back_when_the_selector_kernel_fails(monkeypatch):
-    from cosydesk.runtime.cudagraph import select_kernel
-    from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
+    from cosydesk.runtime.backends.cudagraph import select_kernel
+    from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
 
     def broken(selector, logits, **kwargs):  # half-way through: the selector's state already touched
         selector.step.add_(3)
@@ -272,7 +272,7 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
         outputs.append((torch.stack(seen), k, v))
     for a, b in zip(outputs[0], outputs[1]):
         assert torch.equal(a, b)
-    from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
+    from cosydesk.runtime.backends.cudagraph.pdl import compiled_with_pdl
 
     kernels = (dk.rms_gemv_kernel, dk.attend_kernel, dk.gemv_residual_kernel, dk.gemv_split_kernel)
     assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

@@ -11,8 +11,8 @@ import torch
 pytest.importorskip("triton", reason="the flow kernels are Triton kernels")
 
 from cosydesk.model.unet import BasicTransformerBlock, attention_allowed  # noqa: E402
-from cosydesk.runtime.cudagraph import flow_kernels as fk  # noqa: E402
-from cosydesk.runtime.cudagraph.fuse import fuse_estimator_attention  # noqa: E402
+from cosydesk.runtime.backends.cudagraph import flow_kernels as fk  # noqa: E402
+from cosydesk.runtime.backends.cudagraph.fuse import fuse_estimator_attention  # noqa: E402
 from tests.conftest import cuda, interpreted  # noqa: E402
 
 
@@ -243,7 +243,7 @@ def test_full_size_block_on_the_gpu():
 
 
 def test_flow_kernels_default_on_cuda_only(monkeypatch):
-    from cosydesk.runtime.cudagraph import model
+    from cosydesk.runtime.backends.cudagraph import model
 
     monkeypatch.delenv("COSYDESK_FLOW_KERNELS", raising=False)
     assert not model.flow_kernels_wanted(torch.device("cpu"))  # only on CUDA with Triton
@@ -258,7 +258,7 @@ def test_flow_kernels_default_on_cuda_only(monkeypatch):
 def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
     """Four blocks chained (20 kernels, each launched before the previous one ended) in a CUDA graph, as the
     estimator runs them: bit-identical to plain launches, over inputs that change between replays."""
-    from cosydesk.runtime.cudagraph.pdl import pdl_available
+    from cosydesk.runtime.backends.cudagraph.pdl import pdl_available
 
     if not pdl_available(torch.device("cuda")):
         pytest.skip("programmatic dependent launch needs a Hopper GPU and a Triton with gdc_wait")
@@ -287,7 +287,7 @@ def test_programmatic_dependent_launch_changes_nothing_on_the_gpu():
             seen.append(out.clone())
         results.append(torch.stack(seen))
     assert torch.equal(results[0], results[1])
-    from cosydesk.runtime.cudagraph.pdl import compiled_with_pdl
+    from cosydesk.runtime.backends.cudagraph.pdl import compiled_with_pdl
 
     kernels = (fk.ln_linear_kernel, fk.linear_residual_whole_k_kernel, fk.masked_attention_kernel)
     assert all(compiled_with_pdl(k) for k in kernels)  # PDL really was compiled in and launched

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from cosydesk.runtime.cudagraph.graph_table import GraphTable
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable
 
 
 class Replayed:

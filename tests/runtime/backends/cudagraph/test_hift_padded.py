@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cosydesk.model.hift_source import NsfDraws
-from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward, reflect_valid_end
+from cosydesk.runtime.backends.cudagraph.hift_padded import ValidFrames, padded_forward, reflect_valid_end
 from tests.conftest import cuda
 
 
@@ -136,7 +136,7 @@ def test_masks_follow_each_stage_length():
 def test_final_hift_shapes_cover_every_final_v2_call():
     """Every final v2 HiFT call the streaming schedule makes (any prompt length, any sentence length up to a
     minute) finds a padded bucket with room and the same source cache."""
-    from cosydesk.runtime.cudagraph.hift import final_hift_shapes
+    from cosydesk.runtime.backends.cudagraph.hift import final_hift_shapes
     from cosydesk.runtime.schedule import make_schedule
     from cosydesk.runtime.token2wav import V2_MEL_CACHE_FRAMES, V2_SOURCE_CACHE_SAMPLES
 
@@ -165,7 +165,7 @@ def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(request, ver
     from types import SimpleNamespace
 
     from cosydesk.runtime.backends import HalfHift
-    from cosydesk.runtime.cudagraph import hift as graphed
+    from cosydesk.runtime.backends.cudagraph import hift as graphed
 
     monkeypatch.setattr(graphed, "capture_graphs", lambda jobs, *args, **kwargs: {
         key: SimpleNamespace(replay=body) for key, body in jobs})
@@ -191,7 +191,7 @@ def test_graphed_hift_routes_free_lengths_to_the_padded_buckets_cpu(request, ver
 
 def test_final_chunk_graphs_are_on_unless_turned_off(monkeypatch):
     """On by default (timed on the H200); ``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps the final chunk eager."""
-    from cosydesk.runtime.cudagraph.hift import final_hift_graphs_wanted
+    from cosydesk.runtime.backends.cudagraph.hift import final_hift_graphs_wanted
 
     monkeypatch.delenv("COSYDESK_FINAL_HIFT_GRAPHS", raising=False)
     assert final_hift_graphs_wanted()
@@ -288,7 +288,7 @@ def test_v1_hift_shapes_cover_every_streamed_v1_call(tiny_v1):
     import dataclasses
 
     from cosydesk.runtime import stream_token2wav
-    from cosydesk.runtime.cudagraph.hift import v1_hift_shapes
+    from cosydesk.runtime.backends.cudagraph.hift import v1_hift_shapes
 
     shapes = v1_hift_shapes()
     assert len(shapes) == len(set(shapes)) <= 24
@@ -328,7 +328,7 @@ def test_redraw_writes_fresh_draws_of_the_official_kinds_in_place(tiny_v2, tiny_
 
 
 def test_v1_vocoder_graphs_are_on_unless_turned_off(monkeypatch):
-    from cosydesk.runtime.cudagraph.hift import v1_hift_graphs_wanted
+    from cosydesk.runtime.backends.cudagraph.hift import v1_hift_graphs_wanted
 
     monkeypatch.delenv("COSYDESK_V1_HIFT_GRAPHS", raising=False)
     assert v1_hift_graphs_wanted()

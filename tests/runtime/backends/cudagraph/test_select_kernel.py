@@ -16,8 +16,8 @@ import torch
 pytest.importorskip("triton", reason="the selector kernel is a Triton kernel")
 
 from cosydesk.model.sampling import RepetitionAwareSampler  # noqa: E402
-from cosydesk.runtime.cudagraph import select_kernel as sk  # noqa: E402
-from cosydesk.runtime.cudagraph.select import DeviceTokenSelector  # noqa: E402
+from cosydesk.runtime.backends.cudagraph import select_kernel as sk  # noqa: E402
+from cosydesk.runtime.backends.cudagraph.select import DeviceTokenSelector  # noqa: E402
 from tests.conftest import cuda, interpreted  # noqa: E402
 
 

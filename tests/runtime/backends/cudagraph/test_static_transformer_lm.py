@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cosydesk.model.sampling import GreedySampler, generate_speech_tokens, teacher_forced_logits
-from cosydesk.runtime.cudagraph.transformer_lm import (StaticTransformerLM, rel_pos_decode_layer, supports)
+from cosydesk.runtime.backends.cudagraph.transformer_lm import (StaticTransformerLM, rel_pos_decode_layer, supports)
 from tests.conftest import assert_close, cuda, official_v1_llm, v1_llm_case
 
 
@@ -210,7 +210,7 @@ def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
     ref_logits, _ = module.prefill(*longer)
     assert (logits - ref_logits).abs().max() / ref_logits.abs().max() < 1e-2 and state.length == 2 + 1 + 17 + 90
     # the flow encoder replays a token bucket's graph: the float16 module's output, nothing allocated
-    from cosydesk.runtime.cudagraph.encoder import GraphedFullAttentionEncoder
+    from cosydesk.runtime.backends.cudagraph.encoder import GraphedFullAttentionEncoder
 
     encoder = graph.flow.encoder
     assert isinstance(encoder, GraphedFullAttentionEncoder) and encoder.graphs
@@ -232,7 +232,7 @@ def test_the_default_cache_holds_a_30_s_prompt(lm, golden_v1):
     default cache (a 512-position cache refused it): prefill and decoding in its last attention bucket give the
     module's logits."""
     from cosydesk.frontend.limits import MAX_PROMPT_SECONDS
-    from cosydesk.runtime.cudagraph.model import llm_cache_positions
+    from cosydesk.runtime.backends.cudagraph.model import llm_cache_positions
 
     static = _static(lm, max_len=llm_cache_positions("v1"))
     g = torch.Generator().manual_seed(1)
@@ -302,7 +302,7 @@ def test_static_llm_picks_the_static_lm_or_keeps_an_unsupported_module(tmp_path)
     the module (uncaptured), with a warning that says why."""
     import dataclasses
 
-    from cosydesk.runtime.cudagraph.model import llm_cache_positions, static_llm
+    from cosydesk.runtime.backends.cudagraph.model import llm_cache_positions, static_llm
     from cosydesk.testing.full_size import random_model
 
     model = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)

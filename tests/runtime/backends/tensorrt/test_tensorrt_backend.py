@@ -13,9 +13,9 @@ import torch
 
 from cosydesk.runtime.errors import SynthesisError
 from cosydesk.runtime.synthesizer import resolve_backend
-from cosydesk.runtime.tensorrt import flavour as flavour_mod
-from cosydesk.runtime.tensorrt.runner import EngineRunner, TensorSlot
-from cosydesk.runtime.tensorrt.torch_bridge import ENGINE_INPUTS, ENGINE_OUTPUT, TensorRTEstimator, unavailable_reason
+from cosydesk.runtime.backends.tensorrt import flavour as flavour_mod
+from cosydesk.runtime.backends.tensorrt.runner import EngineRunner, TensorSlot
+from cosydesk.runtime.backends.tensorrt.torch_bridge import ENGINE_INPUTS, ENGINE_OUTPUT, TensorRTEstimator, unavailable_reason
 
 # ------------------------------------------------------------------------------------------- backend choice
 
@@ -271,10 +271,10 @@ class FakeFlavour:
 def test_assembly_rebuilds_once_after_a_load_failure_and_reports_progress(monkeypatch, tmp_path):
     """build_tensorrt_model with fakes for everything GPU-bound: engine plan -> runner -> adapter in the sampler."""
     from cosydesk.model import load
-    from cosydesk.runtime.tensorrt import engines as engines_mod
-    from cosydesk.runtime.tensorrt import runner as runner_mod
-    from cosydesk.runtime.tensorrt import torch_bridge
-    from cosydesk.runtime.tensorrt.cache import EngineCache
+    from cosydesk.runtime.backends.tensorrt import engines as engines_mod
+    from cosydesk.runtime.backends.tensorrt import runner as runner_mod
+    from cosydesk.runtime.backends.tensorrt import torch_bridge
+    from cosydesk.runtime.backends.tensorrt.cache import EngineCache
     from tests.support.paths import fixture_dir
 
     monkeypatch.setattr(torch_bridge, "unavailable_reason", lambda: None)
@@ -329,7 +329,7 @@ def test_assembly_rebuilds_once_after_a_load_failure_and_reports_progress(monkey
 
 
 def test_default_engines_dir(monkeypatch, tmp_path):
-    from cosydesk.runtime.tensorrt.torch_bridge import ENGINES_DIR_ENV, default_engines_dir
+    from cosydesk.runtime.backends.tensorrt.torch_bridge import ENGINES_DIR_ENV, default_engines_dir
     from tests.support.paths import REPO_ROOT
 
     monkeypatch.setenv(ENGINES_DIR_ENV, str(tmp_path / "e"))

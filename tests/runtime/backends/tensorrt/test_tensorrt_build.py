@@ -15,7 +15,7 @@ import torch
 from onnx import TensorProto, helper
 
 from cosydesk.runtime.buckets import BucketSet, FLOW_FRAME_BUCKETS
-from cosydesk.runtime.tensorrt.builder import (
+from cosydesk.runtime.backends.tensorrt.builder import (
     BuildCancelled,
     BuildError,
     ShapeProfile,
@@ -23,8 +23,8 @@ from cosydesk.runtime.tensorrt.builder import (
     estimator_profile,
     graph_precision,
 )
-from cosydesk.runtime.tensorrt.flavour import load_flavour
-from cosydesk.runtime.tensorrt.onnx_export import export_estimator
+from cosydesk.runtime.backends.tensorrt.flavour import load_flavour
+from cosydesk.runtime.backends.tensorrt.onnx_export import export_estimator
 from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
 RTX = load_flavour("tensorrt_rtx")

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from cosydesk.runtime.buckets import BucketSet
-from cosydesk.runtime.tensorrt.builder import build_engine, estimator_profile
-from cosydesk.runtime.tensorrt.cache import EngineCache, EngineKey, sha256_files
-from cosydesk.runtime.tensorrt.flavour import load_flavour
-from cosydesk.runtime.tensorrt.onnx_export import export_estimator
+from cosydesk.runtime.backends.tensorrt.builder import build_engine, estimator_profile
+from cosydesk.runtime.backends.tensorrt.cache import EngineCache, EngineKey, sha256_files
+from cosydesk.runtime.backends.tensorrt.flavour import load_flavour
+from cosydesk.runtime.backends.tensorrt.onnx_export import export_estimator
 from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
 KEY = EngineKey(model_sha256="a" * 64, module="flow_estimator", precision="fp16", profile="x:2x80x16/2x80x240/2x80x3008",
@@ -182,7 +182,7 @@ class FakeRuntimeConfig:
 
 @pytest.mark.parametrize("content", [b"JUNK" + bytes(range(256)), b"TIMING"[:3], None])
 def test_garbage_timing_cache_starts_fresh(tmp_path, content):
-    from cosydesk.runtime.tensorrt.builder import _load_timing_cache
+    from cosydesk.runtime.backends.tensorrt.builder import _load_timing_cache
 
     class Flavour:
         def has_timing_cache(self):
@@ -199,7 +199,7 @@ def test_garbage_timing_cache_starts_fresh(tmp_path, content):
 
 @pytest.mark.parametrize("content", [b"JUNK" + bytes(range(256)), b"other version", b"", None])
 def test_garbage_runtime_cache_starts_fresh(tmp_path, content):
-    from cosydesk.runtime.tensorrt.runner import load_runtime_cache
+    from cosydesk.runtime.backends.tensorrt.runner import load_runtime_cache
 
     path = tmp_path / "runtime.cache"
     if content is None:

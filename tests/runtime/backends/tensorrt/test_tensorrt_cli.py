@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cosydesk.runtime.tensorrt.flavour import load_flavour
+from cosydesk.runtime.backends.tensorrt.flavour import load_flavour
 from tests.support.paths import REPO_ROOT, fixture_dir
 
 pytestmark = [

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from torch import nn
 
-from cosydesk.runtime.tensorrt.onnx_export import (
+from cosydesk.runtime.backends.tensorrt.onnx_export import (
     ESTIMATOR_INPUTS,
     ESTIMATOR_OUTPUT,
     estimator_example_inputs,

@@ -22,9 +22,9 @@ import torch
 from cosydesk.model.checkpoint import load_strict, read_state_dict
 from cosydesk.model.config import read_yaml
 from cosydesk.runtime.buckets import FLOW_FRAME_BUCKETS
-from cosydesk.runtime.tensorrt.builder import build_engine, estimator_profile
-from cosydesk.runtime.tensorrt.flavour import load_flavour
-from cosydesk.runtime.tensorrt.onnx_export import (
+from cosydesk.runtime.backends.tensorrt.builder import build_engine, estimator_profile
+from cosydesk.runtime.backends.tensorrt.flavour import load_flavour
+from cosydesk.runtime.backends.tensorrt.onnx_export import (
     ESTIMATOR_INPUTS,
     estimator_example_inputs,
     export_estimator,
@@ -216,8 +216,8 @@ def test_hift_head_export_matches_torch_and_builds(tmp_path, version):
     """HiFT conv stack as ONNX; torch does f0/source/STFT before and the iSTFT after (zero-noise source)."""
     from cosydesk.model.hift import build_hift
     from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS
-    from cosydesk.runtime.tensorrt.builder import hift_head_profile
-    from cosydesk.runtime.tensorrt.onnx_export import export_hift_head, hift_head_to_wave, hift_source_spectrum
+    from cosydesk.runtime.backends.tensorrt.builder import hift_head_profile
+    from cosydesk.runtime.backends.tensorrt.onnx_export import export_hift_head, hift_head_to_wave, hift_source_spectrum
 
     hift = build_hift(read_yaml(fixture_dir(version) / "model" / YAML[version])["hift"]).eval()
     load_strict(hift, read_state_dict(fixture_dir(version) / "model" / "hift.pt"), "hift.pt")

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from cosydesk.runtime.buckets import BucketSet
-from cosydesk.runtime.tensorrt.builder import build_engine, estimator_profile
-from cosydesk.runtime.tensorrt.flavour import current_compute_capability, load_flavour, usable_flavours
-from cosydesk.runtime.tensorrt.onnx_export import ESTIMATOR_INPUTS, estimator_example_inputs, export_estimator
+from cosydesk.runtime.backends.tensorrt.builder import build_engine, estimator_profile
+from cosydesk.runtime.backends.tensorrt.flavour import current_compute_capability, load_flavour, usable_flavours
+from cosydesk.runtime.backends.tensorrt.onnx_export import ESTIMATOR_INPUTS, estimator_example_inputs, export_estimator
 
 pytestmark = pytest.mark.gpu
 
@@ -29,7 +29,7 @@ needs_runtime = pytest.mark.skipif(
 
 @needs_gpu
 def test_cuda_helpers_roundtrip_and_memory_info():
-    from cosydesk.runtime.tensorrt.runner import CudaStream, DeviceBuffer, copy_device_to_host, copy_host_to_device, mem_get_info
+    from cosydesk.runtime.backends.tensorrt.runner import CudaStream, DeviceBuffer, copy_device_to_host, copy_host_to_device, mem_get_info
 
     free_before, total = mem_get_info()
     assert 0 < free_before <= total
@@ -55,7 +55,7 @@ def test_unsupported_gpu_is_refused_cleanly(tmp_path):
     rtx = load_flavour("tensorrt_rtx")
     if rtx is None or CC in rtx.rtx_targets():
         pytest.skip("needs tensorrt_rtx on a GPU outside its targets (e.g. an H200, cc 9.0)")
-    from cosydesk.runtime.tensorrt.runner import EngineLoadError, EngineRunner, SharedActivationArea
+    from cosydesk.runtime.backends.tensorrt.runner import EngineLoadError, EngineRunner, SharedActivationArea
     from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
     path = export_estimator(StandInEstimator().eval(), tmp_path / "e.onnx", "fp32", max_frames=256).path
@@ -69,7 +69,7 @@ def test_unsupported_gpu_is_refused_cleanly(tmp_path):
 def test_contexts_share_one_activation_area_and_match_onnxruntime(tmp_path, precision):
     import onnxruntime as ort
 
-    from cosydesk.runtime.tensorrt.runner import CudaStream, EngineRunner, SharedActivationArea, mem_get_info
+    from cosydesk.runtime.backends.tensorrt.runner import CudaStream, EngineRunner, SharedActivationArea, mem_get_info
     from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
     flavour = FLAVOURS[0]
@@ -106,7 +106,7 @@ def test_contexts_share_one_activation_area_and_match_onnxruntime(tmp_path, prec
 
 @needs_runtime
 def test_shape_outside_profile_is_rejected(tmp_path):
-    from cosydesk.runtime.tensorrt.runner import CudaStream, EngineRunner, SharedActivationArea
+    from cosydesk.runtime.backends.tensorrt.runner import CudaStream, EngineRunner, SharedActivationArea
     from tests.runtime.backends.tensorrt.test_tensorrt_export import StandInEstimator
 
     flavour = FLAVOURS[0]

@@ -11,7 +11,7 @@ import torch
 from cosydesk.model.attention import RelPositionMultiHeadedAttention
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.transformer import attention_mask, padding_mask
-from cosydesk.runtime.cudagraph.blocked_attention import QueryBlockedRelPositionAttention, use_query_blocks
+from cosydesk.runtime.backends.cudagraph.blocked_attention import QueryBlockedRelPositionAttention, use_query_blocks
 
 
 def _pair(block: int, threshold: int):

@@ -27,11 +27,11 @@ import torch.nn.functional as F
 
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.runtime.buckets import bucket_for
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.options import active as active_options
-from cosydesk.runtime.cudagraph.fuse import concat_parameters
-from cosydesk.runtime.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
+from cosydesk.runtime.backends.cudagraph.fuse import concat_parameters
+from cosydesk.runtime.backends.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
 
 
 # Inductor tunes the block sizes of the decode layer's few kernels (its matrix-vector reductions are ~80 % of
@@ -200,7 +200,7 @@ class StaticQwenLM(StaticSpeechLM):
         # input row and position, so the decode graph is the Triton kernels alone, each launched with PDL
         embed = None
         if self.triton_decoder is not None:
-            from cosydesk.runtime.cudagraph.select_kernel import Embed
+            from cosydesk.runtime.backends.cudagraph.select_kernel import Embed
 
             embed = Embed(lm.speech_embedding.weight, self.triton_decoder.x.view(self.hidden), self.position)
         self._choose_select(self.triton_decoder is not None, compile_backend, embed,
@@ -215,7 +215,7 @@ class StaticQwenLM(StaticSpeechLM):
             wanted = decode_kernels_available(self.device)
         if not wanted:
             return None
-        from cosydesk.runtime.cudagraph import decode_kernels
+        from cosydesk.runtime.backends.cudagraph import decode_kernels
 
         if not decode_kernels.supports(self.heads, self.kv_heads, self.head_dim):
             return None

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import torch
 
 from cosydesk.model.sampling import RepetitionAwareSampler, length_limits
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compiled
-from cosydesk.runtime.cudagraph.graph_table import GraphTable
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.compile import compiled
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable
 from cosydesk.runtime.options import active as active_options
-from cosydesk.runtime.cudagraph.select import DeviceTokenSelector, HostIds
+from cosydesk.runtime.backends.cudagraph.select import DeviceTokenSelector, HostIds
 from cosydesk.runtime.errors import NumericalError, TooLongError
 
 
@@ -130,7 +130,7 @@ class StaticSpeechLM:
     def _make_select_kernel(self, embed, pdl: bool):
         """``selector.body`` as the Triton kernels, or None where they do not fit or fail to compile (one call
         now, on zero logits; the selector is reset before every sentence)."""
-        from cosydesk.runtime.cudagraph import select_kernel
+        from cosydesk.runtime.backends.cudagraph import select_kernel
 
         sampling = self.selector.sampling
         vocab = self.decode_logits.shape[0]

@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_start, pdl_wait
+from cosydesk.runtime.backends.cudagraph.pdl import launch_args, pdl_start, pdl_wait
 
 
 @triton.jit

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from cosydesk.runtime.buckets import bucket_for
-from cosydesk.runtime.cudagraph.capture import Progress, capture_graphs
+from cosydesk.runtime.backends.cudagraph.capture import Progress, capture_graphs
 
 Job = tuple[Hashable, Callable[[], Any]]
 

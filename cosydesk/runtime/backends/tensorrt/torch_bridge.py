@@ -120,7 +120,7 @@ class TensorRTEstimator(nn.Module):
 
 def unavailable_reason() -> str | None:
     """None when a TensorRT flavour is installed and supports this GPU, else what to install (doctor's fix lines)."""
-    from cosydesk.runtime.tensorrt.flavour import current_compute_capability, supported_flavours, usable_flavours
+    from cosydesk.runtime.backends.tensorrt.flavour import current_compute_capability, supported_flavours, usable_flavours
 
     cc = current_compute_capability()
     if cc is None:
@@ -143,8 +143,8 @@ def _report(progress: Progress, done: int, total: int, what: str) -> None:
 
 def _load_runner(req, cache, streaming: bool, area, progress: Progress, runtime_cache: Path):
     """Build-or-load the estimator engine and deserialise it; a plan that fails to load is rebuilt once."""
-    from cosydesk.runtime.tensorrt.engines import ensure_estimator_engine, estimator_key
-    from cosydesk.runtime.tensorrt.runner import EngineRunner
+    from cosydesk.runtime.backends.tensorrt.engines import ensure_estimator_engine, estimator_key
+    from cosydesk.runtime.backends.tensorrt.runner import EngineRunner
 
     def stage(text: str) -> None:
         _report(progress, 0, 1, text)
@@ -174,10 +174,10 @@ def build_tensorrt_model(model, progress: Progress = None, engines_dir: str | Pa
         raise ValueError(reason)
     try:
         from cosydesk.runtime.buckets import FLOW_FRAME_BUCKETS
-        from cosydesk.runtime.tensorrt.cache import EngineCache
-        from cosydesk.runtime.tensorrt.engines import EngineRequest
-        from cosydesk.runtime.tensorrt.flavour import current_compute_capability, usable_flavours
-        from cosydesk.runtime.tensorrt.runner import SharedActivationArea
+        from cosydesk.runtime.backends.tensorrt.cache import EngineCache
+        from cosydesk.runtime.backends.tensorrt.engines import EngineRequest
+        from cosydesk.runtime.backends.tensorrt.flavour import current_compute_capability, usable_flavours
+        from cosydesk.runtime.backends.tensorrt.runner import SharedActivationArea
     except ImportError as error:
         raise ValueError(f"the tensorrt backend is missing a package ({error}): {INSTALL_RTX} or {INSTALL_TRT}") \
             from error

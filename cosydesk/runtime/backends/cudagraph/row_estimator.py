@@ -20,11 +20,11 @@ import torch.nn.functional as F
 from cosydesk.model.norms import Fp32LayerNorm
 from cosydesk.model.unet import (CausalConditionalDecoder, ConvNormMish, LeftPaddedConv1d, attention_allowed,
                                  sinusoidal_time_features)
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.conv_kernels import ChannelTiles, conv_rows, conv_taps
-from cosydesk.runtime.cudagraph.fuse import GemmConv1d
-from cosydesk.runtime.cudagraph.pdl import pdl_available
-from cosydesk.runtime.cudagraph.variants import first_working
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.conv_kernels import ChannelTiles, conv_rows, conv_taps
+from cosydesk.runtime.backends.cudagraph.fuse import GemmConv1d
+from cosydesk.runtime.backends.cudagraph.pdl import pdl_available
+from cosydesk.runtime.backends.cudagraph.variants import first_working
 
 # (frames per program, reduction chunk, warps). H200, one kernel in isolation at 2 x 128 frames, width 256
 # (probe 21, us): block 1 (conv + LayerNorm + Mish + time add) 10.8, block 2 (+ 1x1 residual conv) 12.6 with

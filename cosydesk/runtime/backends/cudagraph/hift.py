@@ -23,11 +23,11 @@ import torch
 from cosydesk.model.hift import Snake
 from cosydesk.model.length_regulator import frames_for_tokens
 from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS, copy_padded
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.compile import compile_blocks
-from cosydesk.runtime.cudagraph.graph_table import GraphTable
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.compile import compile_blocks
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable
 from cosydesk.runtime.options import active as active_options
-from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, padded_forward
+from cosydesk.runtime.backends.cudagraph.hift_padded import ValidFrames, padded_forward
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
 from cosydesk.model.versions import V1, V2
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosydesk.runtime.buckets import FLOW_FRAME_BUCKETS, HIFT_MEL_BUCKETS, BucketSet
-from cosydesk.runtime.tensorrt.builder import ProgressFn, build_engine, estimator_profile, hift_head_profile
-from cosydesk.runtime.tensorrt.cache import EngineCache, EngineKey, sha256_files
-from cosydesk.runtime.tensorrt.flavour import Flavour
+from cosydesk.runtime.backends.tensorrt.builder import ProgressFn, build_engine, estimator_profile, hift_head_profile
+from cosydesk.runtime.backends.tensorrt.cache import EngineCache, EngineKey, sha256_files
+from cosydesk.runtime.backends.tensorrt.flavour import Flavour
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def ensure_estimator_engine(req: EngineRequest, cache: EngineCache, streaming: b
                             progress: ProgressFn | None = None, stage: StageFn | None = None,
                             frames: BucketSet = FLOW_FRAME_BUCKETS) -> Path:
     """Plan path of the flow estimator engine (batch 2, frames dynamic over `frames`)."""
-    from cosydesk.runtime.tensorrt.onnx_export import export_estimator
+    from cosydesk.runtime.backends.tensorrt.onnx_export import export_estimator
 
     key = estimator_key(req, streaming, frames)
 
@@ -111,7 +111,7 @@ def ensure_hift_engine(req: EngineRequest, cache: EngineCache, progress: Progres
                        stage: StageFn | None = None, frames: BucketSet = HIFT_MEL_BUCKETS) -> Path:
     """Plan path of the v1/v2 HiFT conv-stack engine (see onnx_export.HiftHeadForExport)."""
     from cosydesk.model.hift import HiFTGenerator
-    from cosydesk.runtime.tensorrt.onnx_export import export_hift_head
+    from cosydesk.runtime.backends.tensorrt.onnx_export import export_hift_head
 
     hift = _load_hift(req.model_dir)
     if type(hift) is not HiFTGenerator:  # v3's CausalHiFTGenerator has no conv-stack export

@@ -48,7 +48,7 @@ class _Bar:
 
 
 def _pick_flavour(name: str, target_cc):
-    from cosydesk.runtime.tensorrt.flavour import current_compute_capability, load_flavour, usable_flavours
+    from cosydesk.runtime.backends.tensorrt.flavour import current_compute_capability, load_flavour, usable_flavours
 
     if name != "auto":
         flavour = load_flavour(name)
@@ -65,8 +65,8 @@ def _pick_flavour(name: str, target_cc):
 
 
 def cmd_engines_build(args: argparse.Namespace) -> int:
-    from cosydesk.runtime.tensorrt.cache import EngineCache
-    from cosydesk.runtime.tensorrt.engines import EngineRequest, ensure_estimator_engine, ensure_hift_engine
+    from cosydesk.runtime.backends.tensorrt.cache import EngineCache
+    from cosydesk.runtime.backends.tensorrt.engines import EngineRequest, ensure_estimator_engine, ensure_hift_engine
 
     target = tuple(int(p) for p in args.target_cc.split(".")) if args.target_cc else None
     flavour = _pick_flavour(args.flavour, target)

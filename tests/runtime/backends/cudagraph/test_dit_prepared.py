@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cosydesk.model import load
-from cosydesk.runtime.cudagraph.dit_prepared import PreparedDiT, use_prepared_dit
+from cosydesk.runtime.backends.cudagraph.dit_prepared import PreparedDiT, use_prepared_dit
 from tests.conftest import fixture_dir
 
 
@@ -46,7 +46,7 @@ def test_prepared_inputs_give_the_plain_dit_velocity_cpu(streaming):
 def test_the_graphed_solver_with_a_prepared_dit_gives_the_plain_solver_cpu():
     """``GraphedSampler`` on the CPU (its step runs eagerly on the bucket's buffers): one graph key per bucket, and
     streaming and full-attention calls give what the plain sampler gives."""
-    from cosydesk.runtime.cudagraph.cfm import GraphedSampler
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
 
     sampler = copy.deepcopy(_flow().decoder).eval()
     reference = copy.deepcopy(sampler)

@@ -31,7 +31,7 @@ def _replayed_eagerly(jobs, *args, **kwargs):
 @functools.lru_cache(maxsize=None)
 def _graphed(buckets=tuple(BUCKETS), device="cpu"):
     """(graphed vocoder, eager copy), made once per device (a window's state lives in the caller's stream)."""
-    from cosydesk.runtime.cudagraph.causal_hift import GraphedCausalHift
+    from cosydesk.runtime.backends.cudagraph.causal_hift import GraphedCausalHift
 
     _model().hift.fixed_noise.reserve(480 * 500)  # drawn once, then copied with the vocoder
     hift = copy.deepcopy(_model().hift).to(device).eval()
@@ -106,7 +106,7 @@ def test_buckets_cover_every_window_a_streamed_sentence_makes():
     """Every window of streamed v3 sentences (any prompt padding, hops 25 -> 50 -> 100, up to a minute) fits a
     bucket: the windows ``CausalHiFTStream`` plans for the chunk calls the schedule makes, on the full-size and the
     tiny vocoder's contexts."""
-    from cosydesk.runtime.cudagraph.causal_hift import causal_window_buckets
+    from cosydesk.runtime.backends.cudagraph.causal_hift import causal_window_buckets
     from cosydesk.runtime.schedule import CausalChunkSchedule
 
     for left, f0_left in ((35, 8), (_model().hift.stream_left_context_frames(), _model().hift.f0_predictor.left_context)):

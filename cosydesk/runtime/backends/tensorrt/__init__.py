@@ -6,7 +6,7 @@ Submodules: onnx_export (torch -> ONNX, fp16 with fp32 norms), flavour (tensorrt
 cache, runner (needs a supported GPU + cuda-python).
 """
 
-from cosydesk.runtime.tensorrt.flavour import (
+from cosydesk.runtime.backends.tensorrt.flavour import (
     Flavour,
     available_flavours,
     current_compute_capability,

@@ -26,8 +26,8 @@ from torch import nn
 
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.transformer import attention_mask, padding_mask
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.graph_table import GraphTable, TableViews
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews
 
 
 class GraphedEncoder(TableViews, nn.Module):

@@ -29,8 +29,8 @@ import torch
 
 from cosydesk.model.hift_source import frame_cycles, harmonics_from_phase, merge_harmonics
 from cosydesk.runtime.buckets import copy_padded
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.hift_padded import ValidFrames, reflect_valid_end
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.hift_padded import ValidFrames, reflect_valid_end
 
 BUCKET_STEP = 32  # frames: the vocoder is launch-bound, so coarse buckets cost little and save graphs
 RIGHT_CONTEXT_FRAMES = 8  # a non-final window's frames that only serve as look-ahead (f0 3, conv_pre 4, 1 trimmed)
@@ -84,8 +84,8 @@ class GraphedCausalHift:
 
     def __init__(self, hift, buckets: list[int] | None = None, pool=None, progress=None, capture=None):
         from cosydesk.model.hift import Snake
-        from cosydesk.runtime.cudagraph.compile import compile_blocks
-        from cosydesk.runtime.cudagraph.hift import fold_weight_norms
+        from cosydesk.runtime.backends.cudagraph.compile import compile_blocks
+        from cosydesk.runtime.backends.cudagraph.hift import fold_weight_norms
 
         self.hift = hift
         param = next(hift.parameters())

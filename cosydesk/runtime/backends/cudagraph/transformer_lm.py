@@ -40,10 +40,10 @@ from cosydesk.model.norms import fp32_layer_norm
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.sampling import RepetitionAwareSampler
 from cosydesk.model.transformer import TransformerEncoder
-from cosydesk.runtime.cudagraph.compile import compile_enabled, compiled
-from cosydesk.runtime.cudagraph.fuse import concat_parameters
-from cosydesk.runtime.cudagraph.qwen import DECODE_COMPILE_OPTIONS, _linear
-from cosydesk.runtime.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
+from cosydesk.runtime.backends.cudagraph.compile import compile_enabled, compiled
+from cosydesk.runtime.backends.cudagraph.fuse import concat_parameters
+from cosydesk.runtime.backends.cudagraph.qwen import DECODE_COMPILE_OPTIONS, _linear
+from cosydesk.runtime.backends.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
 
 _ACTIVATIONS = {nn.ReLU: "relu", nn.SiLU: "silu", nn.GELU: "gelu"}
 

@@ -31,15 +31,15 @@ from cosydesk.model.transformer import ConformerEncoder
 from cosydesk.model.upsample_encoder import UpsampleConformerEncoder
 from cosydesk.model.versions import per_version
 from cosydesk.runtime.buckets import step_buckets, tiered_buckets
-from cosydesk.runtime.cudagraph.cfm import GraphedSampler
-from cosydesk.runtime.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
+from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
+from cosydesk.runtime.backends.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
 from cosydesk.runtime.options import active as active_options
-from cosydesk.runtime.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
-from cosydesk.runtime.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
-from cosydesk.runtime.cudagraph.hift import (GraphedHift, final_hift_graphs_wanted, final_hift_shapes,
+from cosydesk.runtime.backends.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
+from cosydesk.runtime.backends.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
+from cosydesk.runtime.backends.cudagraph.hift import (GraphedHift, final_hift_graphs_wanted, final_hift_shapes,
                                             streaming_hift_shapes, v1_hift_graphs_wanted, v1_hift_shapes)
-from cosydesk.runtime.cudagraph.qwen import StaticQwenLM
-from cosydesk.runtime.cudagraph.transformer_lm import StaticTransformerLM, supports as static_v1_supports
+from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
+from cosydesk.runtime.backends.cudagraph.transformer_lm import StaticTransformerLM, supports as static_v1_supports
 
 FLOW_BUCKET_STEP = 32
 ENCODER_BUCKET_STEP = 32  # tokens; the encoder is launch-bound, so coarse buckets cost little and save graphs
@@ -117,7 +117,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         flow.encoder = GraphedEncoder(flow.encoder, tiered_buckets(tokens, ENCODER_BUCKET_STEP, long_tokens,
                                                                    ENCODER_LONG_BUCKET_STEP))
         # past the fine buckets, attention in query blocks: the long buckets' scores no longer set the pool's size
-        from cosydesk.runtime.cudagraph.blocked_attention import use_query_blocks
+        from cosydesk.runtime.backends.cudagraph.blocked_attention import use_query_blocks
 
         use_query_blocks(flow.encoder.encoder, threshold=max_frames)
         flow.encoder.capture(pool=flow_pool, progress=progress)
@@ -131,15 +131,15 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     mask_group_norms(sampler.estimator)  # v1: padding to a bucket must not move GroupNorm statistics
     convs_as_gemm(sampler.estimator)
     if flow_kernels_wanted(model.device):  # Triton kernels for the transformer blocks and (v2) the resnets
-        from cosydesk.runtime.cudagraph.flow_kernels import use_flow_kernels
-        from cosydesk.runtime.cudagraph.row_estimator import use_row_estimator
+        from cosydesk.runtime.backends.cudagraph.flow_kernels import use_flow_kernels
+        from cosydesk.runtime.backends.cudagraph.row_estimator import use_row_estimator
 
         use_flow_kernels(sampler.estimator)  # those blocks become a subclass, not in ESTIMATOR_BLOCKS: not compiled
         if active_options().row_estimator:
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
-    from cosydesk.runtime.cudagraph.dit_prepared import use_prepared_dit
+    from cosydesk.runtime.backends.cudagraph.dit_prepared import use_prepared_dit
 
     use_prepared_dit(sampler)  # v3: time embedding and attention mask outside the step, one graph per bucket
     modes = (False,) if model.version == "v1" else (False, True)
@@ -151,7 +151,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         final = final_hift_shapes() if final_hift_graphs_wanted() else ()
         hift = GraphedHift(model.hift, streaming_hift_shapes(), pool=flow_pool, progress=progress, padded_shapes=final)
     elif model.version == "v3" and active_options().v3_hift_graphs:
-        from cosydesk.runtime.cudagraph.causal_hift import GraphedCausalHift
+        from cosydesk.runtime.backends.cudagraph.causal_hift import GraphedCausalHift
 
         hift = GraphedCausalHift(model.hift, pool=flow_pool, progress=progress)
     elif model.version == "v1" and v1_hift_graphs_wanted():

@@ -21,8 +21,8 @@ from onnx import TensorProto
 
 from cosydesk.atomic_file import write_atomically
 from cosydesk.runtime.buckets import BucketSet
-from cosydesk.runtime.tensorrt.flavour import Flavour
-from cosydesk.runtime.tensorrt.onnx_export import ESTIMATOR_INPUTS, HIFT_INPUTS, fp16_sensitive_nodes
+from cosydesk.runtime.backends.tensorrt.flavour import Flavour
+from cosydesk.runtime.backends.tensorrt.onnx_export import ESTIMATOR_INPUTS, HIFT_INPUTS, fp16_sensitive_nodes
 
 log = logging.getLogger(__name__)
 MAX_TIMING_CACHE_BYTES = 256 * 1024 * 1024  # real ones are a few MB; a larger file is not read into memory

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from cosydesk.runtime.tensorrt.flavour import Flavour
+from cosydesk.runtime.backends.tensorrt.flavour import Flavour
 
 log = logging.getLogger(__name__)
 

@@ -36,10 +36,10 @@ import triton
 import triton.language as tl
 
 from cosydesk.model.unet import BasicTransformerBlock
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.fuse import FusedSelfAttention
-from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
-from cosydesk.runtime.cudagraph.variants import first_working
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.fuse import FusedSelfAttention
+from cosydesk.runtime.backends.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
+from cosydesk.runtime.backends.cudagraph.variants import first_working
 
 
 @triton.jit

@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from cosydesk.runtime.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
+from cosydesk.runtime.backends.cudagraph.pdl import launch_args, pdl_available, pdl_start, pdl_wait
 
 
 @triton.jit

@@ -19,8 +19,8 @@ from torch import nn
 
 from cosydesk.model.cfm import cosine_time_grid
 from cosydesk.runtime.buckets import copy_padded
-from cosydesk.runtime.cudagraph.capture import capture_graphs
-from cosydesk.runtime.cudagraph.graph_table import GraphTable, TableViews
+from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews
 
 
 @runtime_checkable
