@@ -30,6 +30,7 @@ import torch
 from cosydesk.model.hift_source import frame_cycles, harmonics_from_phase, merge_harmonics
 from cosydesk.runtime.buckets import copy_padded
 from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews
 from cosydesk.runtime.backends.cudagraph.hift_padded import ValidFrames, reflect_valid_end
 
 BUCKET_STEP = 32  # frames: the vocoder is launch-bound, so coarse buckets cost little and save graphs
@@ -77,7 +78,7 @@ def padded_window_forward(hift, b: dict, finalize: bool) -> tuple[torch.Tensor, 
     return wave.to(mel.dtype), phase
 
 
-class GraphedCausalHift:
+class GraphedCausalHift(TableViews):
     """Drop-in for the v3 ``CausalHiFTGenerator`` under ``CausalHiFTStream``: ``inference_window`` replays a graph
     per (bucket, finalize); the rest of the ``CausalVocoder`` contract (runtime/backends/protocols.py) is the
     vocoder's own."""
@@ -90,16 +91,14 @@ class GraphedCausalHift:
         self.hift = hift
         param = next(hift.parameters())
         self.device, self.dtype = param.device, param.dtype
-        self.eager_calls = 0
         # constant weights computed once, not a kernel per conv per call; not the f0 predictor's: it recomputes its
         # weight norms in float64 from the raw parts (``weight_in_dtype``), a folded float32 weight would round them
         for name, child in hift.named_children():
             if name != "f0_predictor":
                 fold_weight_norms(child)
         compile_blocks(hift, (Snake,), self.device)
-        self.buckets = sorted(buckets or causal_window_buckets(hift))
+        self.table = GraphTable("vocoder", self.device, buckets or causal_window_buckets(hift))
         spf, harmonics = hift.samples_per_frame, hift.num_harmonics
-        self.bufs = {}
         for bucket in self.buckets:
             for finalize in (False, True):
                 self.bufs[(bucket, finalize)] = {
@@ -110,7 +109,7 @@ class GraphedCausalHift:
                     "phase_in": torch.zeros(1, harmonics, device=self.device, dtype=torch.float64),
                     "valid_from": torch.zeros((), device=self.device, dtype=torch.long)}
         jobs = [(key, functools.partial(self._body, key)) for key in self.bufs]
-        self.graphs = (capture or capture_graphs)(jobs, self.device, pool, progress, "vocoder")
+        self.table.capture(jobs, pool, progress, capture=capture or capture_graphs)
 
     def _body(self, key) -> None:
         b = self.bufs[key]
@@ -128,8 +127,7 @@ class GraphedCausalHift:
         frames = mel.shape[2]
         bucket = self._bucket(frames, finalize) if mel.shape[0] == 1 else None
         if bucket is None or frames <= RIGHT_CONTEXT_FRAMES:
-            self.eager_calls += 1
-            return self.hift.inference_window(mel, finalize, first_frame, phase_in, phase_valid_from)
+            return self.table.eager(self.hift.inference_window, mel, finalize, first_frame, phase_in, phase_valid_from)
         b = self.bufs[(bucket, finalize)]
         hift = self.hift
         f0_frames = frames if finalize else frames - hift.f0_predictor.look_ahead
@@ -144,7 +142,7 @@ class GraphedCausalHift:
         b["phase_in"].copy_(phase_in)
         b["valid_from"].fill_(phase_valid_from)
         b["valid"].frames.fill_(frames)
-        self.graphs[(bucket, finalize)].replay()
+        self.table.run((bucket, finalize), functools.partial(self._body, (bucket, finalize)))
         samples = (frames if finalize else frames - RIGHT_CONTEXT_FRAMES) * spf
         # copies: the buffers are the next call's
         return b["wave"][:, :samples].clone(), b["phase"][:, :, :f0_frames].clone()
