@@ -56,11 +56,17 @@ class ModelInfo:
     modelscope_repo: str
     version: str  # "v1" | "v2" | "v3"
     size_gb: float  # approximate download size of DOWNLOAD_PATTERNS
-    sample_rate: int
     modes: tuple[str, ...]  # "sft" | "zero_shot" | "instruct" | "instruct2"
     summary_en: str
     summary_zh: str
     recommended: bool = False
+
+    @property
+    def sample_rate(self) -> int:
+        """Output rate in Hz: the family's (model/versions.py)."""
+        from cosydesk.model.versions import constants
+
+        return constants(self.version).sample_rate
 
 
 CATALOGUE: tuple[ModelInfo, ...] = (
@@ -70,7 +76,6 @@ CATALOGUE: tuple[ModelInfo, ...] = (
         modelscope_repo="iic/CosyVoice2-0.5B",
         version="v2",
         size_gb=4.0,
-        sample_rate=24000,
         modes=("zero_shot", "instruct2"),
         summary_en="Best streaming latency; clone a voice from a short sample; styles, dialects and emotions by instruction.",
         summary_zh="流式延迟最低；用一小段录音克隆声音；可用指令控制风格、方言和情绪。",
@@ -82,7 +87,6 @@ CATALOGUE: tuple[ModelInfo, ...] = (
         modelscope_repo="FunAudioLLM/Fun-CosyVoice3-0.5B-2512",
         version="v3",
         size_gb=4.9,
-        sample_rate=24000,
         modes=("zero_shot", "instruct2"),
         summary_en="Newest model: voice cloning and instructions, more languages; larger flow model.",
         summary_zh="最新模型：声音克隆与指令控制，支持更多语言；流匹配模型更大。",
@@ -93,7 +97,6 @@ CATALOGUE: tuple[ModelInfo, ...] = (
         modelscope_repo="iic/CosyVoice-300M-SFT",
         version="v1",
         size_gb=2.3,
-        sample_rate=22050,
         modes=("sft",),
         summary_en="Seven built-in speakers (Chinese, English, Japanese, Cantonese, Korean); no sample needed.",
         summary_zh="内置七个说话人（中文、英文、日语、粤语、韩语），无需录音。",
@@ -104,7 +107,6 @@ CATALOGUE: tuple[ModelInfo, ...] = (
         modelscope_repo="iic/CosyVoice-300M-Instruct",
         version="v1",
         size_gb=2.3,
-        sample_rate=22050,
         modes=("sft", "instruct"),
         summary_en="Built-in speakers plus persona and emotion instructions, <laughter> and <strong> tags.",
         summary_zh="内置说话人，并支持人设与情绪指令以及 <laughter>、<strong> 标记。",
@@ -115,7 +117,6 @@ CATALOGUE: tuple[ModelInfo, ...] = (
         modelscope_repo="iic/CosyVoice-300M",
         version="v1",
         size_gb=2.3,
-        sample_rate=22050,
         modes=("zero_shot",),
         summary_en="Base model for voice cloning and cross-lingual speech from a sample.",
         summary_zh="基础模型：根据录音克隆声音，支持跨语种合成。",
