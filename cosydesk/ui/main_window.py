@@ -119,7 +119,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         worker.loadProgress.connect(self._on_load_progress)
         worker.loaded.connect(self._on_loaded)
         worker.loadFailed.connect(self._on_load_failed)
-        worker.loadRefused.connect(self._on_load_refused)
+        worker.loadRefused.connect(self._keep_previous_model)
         # Bound slots only: a lambda connected to a signal of the worker thread would run in that thread.
         worker.warmingUp.connect(self._on_warming_up)
         worker.warmedUp.connect(self._on_warmed_up)
@@ -129,7 +129,7 @@ class MainWindow(WindowLayout, WindowMenus, ModelBar, VoiceBar, SpeakControl, Fi
         worker.jobFinished.connect(self._on_job_finished)
         worker.audioError.connect(self._on_audio_error)
         worker.bufferingChanged.connect(self._on_buffering)
-        worker.reloadFailed.connect(self._on_reload_failed)
+        worker.reloadFailed.connect(self._keep_previous_model)
 
     # ------------------------------------------------------------------------------------------ texts
     def changeEvent(self, event) -> None:  # noqa: N802

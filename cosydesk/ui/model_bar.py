@@ -44,12 +44,11 @@ class ModelBar:
             self.show_message(self.tr("Cannot use {folder}: {problems}").format(
                 folder=folder, problems="; ".join(map(translate_message, report.problems))), True)
             return False
-        self._model_before_load = self.model  # kept when the worker refuses the new folder
+        # The worker keeps the model in use until the new one has loaded: when the new folder is refused or fails
+        # to load, that model stays (loadRefused / reloadFailed -> _keep_previous_model).
+        self._kept_model = self.model
         self.settings.set(Key.MODEL_DIR, str(report.path))
         self.refresh_models()
-        # The worker keeps the model in use until the new one has loaded; if that fails, it stays (reloadFailed).
-        if self.model is not None:
-            self._previous_model = self.model
         self.model = None
         self.current_job = None
         self.load_fraction = 0.0
@@ -79,9 +78,10 @@ class ModelBar:
             self._option_change = (key, previous)
             self.load_model(folder)
 
-    def _on_reload_failed(self, message: str) -> None:
-        """The new model (or the same one with new options) did not load; the one loaded before is still in use."""
-        kept = getattr(self, "_previous_model", None)
+    def _keep_previous_model(self, message: str) -> None:
+        """The new model (or the same one with new options) was refused by its checks or did not load: the one
+        loaded before is still in use, and an engine setting changed for the reload goes back."""
+        kept, self._kept_model = getattr(self, "_kept_model", None), None
         change, self._option_change = getattr(self, "_option_change", None), None
         if change is not None:
             key, previous = change
@@ -90,7 +90,7 @@ class ModelBar:
         if kept is None:
             return self._on_load_failed(message)
         self.model = kept
-        self.settings.set(Key.MODEL_DIR, kept.model_dir)
+        self.settings.set(Key.MODEL_DIR, str(kept.model_dir))
         self.refresh_models()
         self._set_state("ready")
         self.show_message(self.tr("{reason}. Still using {name} on {device} ({backend}).").format(
@@ -125,7 +125,7 @@ class ModelBar:
 
     def _on_loaded(self, summary: ModelSummary) -> None:
         self.model = summary
-        self._previous_model = self._option_change = None
+        self._kept_model = self._option_change = None
         self._set_state("ready")
         self.refresh_voices()
         self.refresh_styles()
@@ -137,18 +137,6 @@ class ModelBar:
     def _on_load_failed(self, message: str) -> None:
         self.model = None
         self._set_state("no_model")
-        self.show_message(message, True)
-
-    def _on_load_refused(self, message: str) -> None:
-        """The folder failed its checks before anything was dropped: the model loaded before stays in use."""
-        previous = getattr(self, "_model_before_load", None)
-        if previous is None:
-            self._on_load_failed(message)
-            return
-        self.model = previous
-        self.settings.set(Key.MODEL_DIR, str(previous.model_dir))
-        self.refresh_models()
-        self._set_state("ready")
         self.show_message(message, True)
 
     def _on_warming_up(self) -> None:
