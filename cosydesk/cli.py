@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from cosydesk.runtime.backends import CHOICES as BACKEND_CHOICES
+
 
 class UserError(Exception):
     """A problem the user can fix; printed as one line."""
@@ -244,7 +246,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     say.add_argument("--seed", type=int, default=None)
     say.add_argument("--no-stream", action="store_true", help="synthesise each sentence in one piece")
     say.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
-    say.add_argument("--backend", default="auto", help="auto, eager, cudagraph, tensorrt")
+    say.add_argument("--backend", default="auto", help=", ".join(BACKEND_CHOICES))
     say.add_argument("--precision", default="auto", help="auto, fp32, fp16")
     say.set_defaults(func=cmd_say)
 

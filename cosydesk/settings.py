@@ -19,6 +19,7 @@ from typing import Any
 from PySide6.QtCore import QSettings
 
 from cosydesk.paths import data_dir_override
+from cosydesk.runtime.backends import CHOICES as BACKEND_CHOICES
 
 
 class Key(str, Enum):
@@ -74,7 +75,7 @@ DEFAULTS: dict[Key, Any] = {
 
 CHOICES: dict[Key, tuple[str, ...]] = {
     Key.DEVICE: ("auto", "cpu", "cuda"),
-    Key.BACKEND: ("auto", "eager", "cudagraph", "tensorrt"),
+    Key.BACKEND: BACKEND_CHOICES,
     Key.PRECISION: ("auto", "fp32", "fp16"),
     Key.LANGUAGE: ("system", "en", "zh_CN"),
     Key.THEME: ("system", "light", "dark"),

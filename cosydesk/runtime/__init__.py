@@ -5,11 +5,11 @@ Layout (imports point down this list, never up):
   (per-request flow/HiFT state), ``schedule`` (chunk schedules), ``buckets`` (shape buckets), ``options``, ``errors``,
   ``types``, host copies and sampling;
 - ``backends/``: the contract (``protocols.py``: what the core calls on ``model.llm`` / ``.flow`` / ``.hift``), the
-  registry (``accelerate``, names, where measured) and the eager backends (``eager.py``); the core reaches a backend
-  only through this package;
-- ``cudagraph/``, ``tensorrt/``: the GPU backends, imported on demand by ``backends.accelerate``; they use the core's
-  public modules (buckets, schedule, options, errors) and ``cosydesk.model`` (with ``model.versions``), never each
-  other.
+  registry (``accelerate``, names, where measured; torch-free to import) and the eager backends (``eager.py``); the
+  core reaches a backend only through this package;
+- ``backends/cudagraph/``, ``backends/tensorrt/``: the GPU backends, imported on demand by ``backends.accelerate``;
+  they use the core's public modules (buckets, schedule, options, errors) and ``cosydesk.model`` (with
+  ``model.versions``), never each other.
 
 Imports are lazy so `from cosydesk.runtime import Request` does not pull in torch.
 """

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cosydesk.runtime.backends import BACKENDS, CHOICES
 from cosydesk.runtime.errors import OutOfMemoryError, SynthesisError
 from cosydesk.frontend.segments import Segment
 from cosydesk.runtime.options import EngineOptions, using
@@ -82,11 +83,11 @@ def resolve_backend(backend: str, device: str, precision: str = "auto") -> str:
         return "cudagraph"
     if backend == "eager":
         return "eager-fp16" if on_cuda and precision == "fp16" else "eager-fp32"
-    if backend in ("eager-fp32", "eager-fp16", "cudagraph", "tensorrt"):
+    if backend in BACKENDS:
         if backend != "eager-fp32" and not on_cuda:
             raise SynthesisError(f"backend {backend!r} needs an NVIDIA GPU; on the CPU use --backend eager")
         return backend
-    raise SynthesisError(f"unknown backend {backend!r} (choose auto, eager, eager-fp16, cudagraph, tensorrt)")
+    raise SynthesisError(f"unknown backend {backend!r} (choose {', '.join(CHOICES[:2] + BACKENDS[1:])})")
 
 
 def _is_out_of_memory(err: BaseException) -> bool:

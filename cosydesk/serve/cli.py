@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from cosydesk import environment
+from cosydesk.runtime.backends import CHOICES as BACKEND_CHOICES
 from cosydesk.serve.config import DEFAULT_HOST, DEFAULT_MAX_INPUT_CHARS, DEFAULT_PORT, DEFAULT_QUEUE, bind_problem
 
 
@@ -36,7 +37,7 @@ def add_parser(sub) -> None:
     serve.add_argument("--default-voice", metavar="NAME",
                        help="speaker or saved voice profile that OpenAI's voice names (alloy, nova, ...) map to")
     serve.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
-    serve.add_argument("--backend", default="auto", help="auto, eager, cudagraph, tensorrt")
+    serve.add_argument("--backend", default="auto", help=", ".join(BACKEND_CHOICES))
     serve.add_argument("--precision", default="auto", help="auto, fp32, fp16")
     serve.add_argument("--quiet", action="store_true", help="no per-request access log")
     serve.set_defaults(func=cmd_serve)

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
-
-from cosydesk.runtime.backends.eager import HalfHift, cast_model
-
+# torch is imported where a backend is built, so the CLI, the settings and the app can read the names cheaply.
 BACKENDS = ("eager-fp32", "eager-fp16", "cudagraph", "tensorrt")
+# What a user chooses (--backend, the app's setting): "eager" takes fp32 or fp16 from the precision.
+CHOICES = ("auto", "eager", "cudagraph", "tensorrt")
 # Backends whose fast path has never executed on a GPU of this project: offered when asked for by name,
 # labelled experimental in doctor, the app and the README, never chosen by `auto`.
 EXPERIMENTAL = {"tensorrt": "engines are built, cached and their ONNX numerics checked, but no engine has run on "
@@ -58,6 +57,8 @@ def _with_graph_llm(model, progress: Progress = None):
     is TensorRT's flow estimator composed here with the cudagraph LLM, so neither backend imports the other."""
     import dataclasses
 
+    import torch
+
     from cosydesk.runtime.backends.cudagraph.model import static_llm
 
     pool = torch.cuda.graph_pool_handle() if model.device.type == "cuda" else None
@@ -72,6 +73,10 @@ def accelerate(model, backend: str, progress: Progress = None, engines_dir=None)
     ``engines_dir`` (tensorrt only): the engine cache; default $COSYDESK_ENGINES_DIR, else <repo>/engines in a
     checkout, else <user data dir>/engines.
     """
+    import torch
+
+    from cosydesk.runtime.backends.eager import cast_model
+
     name = {"eager": "eager-fp32"}.get(backend, backend)
     if name == "eager-fp32":
         return cast_model(model, torch.float32)
@@ -98,4 +103,13 @@ def accelerate(model, backend: str, progress: Progress = None, engines_dir=None)
     raise ValueError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
-__all__ = ["accelerate", "BACKENDS", "EXPERIMENTAL", "MEASURED_ON", "HalfHift", "cast_model", "measured_note"]
+def __getattr__(name: str):
+    if name in ("HalfHift", "cast_model"):  # the eager backends' pieces, with torch
+        from cosydesk.runtime.backends import eager
+
+        return getattr(eager, name)
+    raise AttributeError(name)
+
+
+__all__ = ["accelerate", "BACKENDS", "CHOICES", "EXPERIMENTAL", "MEASURED_ON", "HalfHift", "cast_model",
+           "measured_note"]

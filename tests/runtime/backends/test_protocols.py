@@ -83,3 +83,15 @@ def test_the_backends_import_nothing_of_each_other():
         for path in sorted((RUNTIME / own).glob("*.py")):
             bad = {name for name in _imports(path) if name.startswith(f"cosydesk.runtime.{other}")}
             assert not bad, f"{own}/{path.name} imports {sorted(bad)}"
+
+
+def test_the_backend_names_are_read_without_torch():
+    """The CLI, the settings and the app read BACKENDS / CHOICES before any model loads: no torch import."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cosydesk.runtime.backends import BACKENDS, CHOICES; import cosydesk.settings; "
+            "assert 'torch' not in sys.modules, 'torch imported'; print(','.join(CHOICES))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "auto,eager,cudagraph,tensorrt"
