@@ -18,6 +18,7 @@ In both, unvoiced samples (f0 <= threshold) carry no sine, and the additive nois
 Random numbers never come from inside this module's math: callers pass them in (``NsfDraws`` for v1/v2,
 ``FixedSourceNoise`` for v3), so a test can zero or replay them and a CUDA graph sees plain tensors.
 Everything here runs in float32 whatever the model dtype (the phase accumulation needs it).
+``with_cached_start`` splices the previous call's source tail into a new source (official v1/v2 streaming).
 """
 
 from __future__ import annotations
@@ -240,3 +241,14 @@ class FixedSourceNoise:
         self.reserve(start + num_samples, device)
         rand_ini, noise = self._on_device[torch.device(device)]
         return rand_ini, noise[:, start:start + num_samples]
+
+
+def with_cached_start(source: torch.Tensor, cache_source: torch.Tensor | None) -> torch.Tensor:
+    """``source`` [B, 1, L] with its first N samples replaced by ``cache_source`` [B, 1, N] (N <= L; official
+    streaming: the tail of the previous call's source); unchanged for None or an empty cache."""
+    if cache_source is None or cache_source.shape[2] == 0:
+        return source
+    keep = cache_source.shape[2]
+    if keep > source.shape[2]:
+        raise ValueError(f"cache_source has {keep} samples, longer than the {source.shape[2]} generated")
+    return torch.cat([cache_source.to(source.dtype), source[:, :, keep:]], dim=2)
