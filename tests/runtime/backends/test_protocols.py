@@ -1,11 +1,9 @@
-"""The backend contract (runtime/backends/protocols.py): what each backend's parts declare, and that the runtime
-core imports no backend internals."""
+"""The backend contract (runtime/backends/protocols.py): what each backend's parts declare. (That the runtime core
+imports no backend internals and the backends none of each other: tests/test_import_graph.py.)"""
 
 from __future__ import annotations
 
-import ast
 import copy
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,9 +13,6 @@ from cosydesk.runtime.backends import HalfHift, accelerate
 from cosydesk.runtime.backends.protocols import (BackendModel, DeviceLoopLM, Flow, FlowSolver, IncrementalFlow,
                                                  SpeechLM, SteppedSolver, Vocoder)
 from tests.conftest import tiny_model
-from tests.support.paths import REPO_ROOT
-
-RUNTIME = REPO_ROOT / "cosydesk" / "runtime"
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "v3"])
@@ -53,36 +48,6 @@ def test_graph_backend_parts_declare_their_capabilities(tmp_path_factory, monkey
     graphed = graphed_hift.GraphedHift(half, [])
     for part in (half, graphed):
         assert isinstance(part, Vocoder) and not hasattr(part, "samples_per_frame")
-
-
-def _imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-        elif isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-    return names
-
-
-def test_the_core_imports_no_backend_internals():
-    """runtime/*.py (the core) reaches the backends only through the runtime.backends package; the backends'
-    own modules (cudagraph/, tensorrt/) are never imported by the core."""
-    core = sorted(RUNTIME.glob("*.py"))
-    assert core and RUNTIME / "pipeline.py" in core
-    for path in core:
-        bad = {name for name in _imports(path)
-               if name.startswith(("cosydesk.runtime.backends.cudagraph", "cosydesk.runtime.backends.tensorrt"))}
-        assert not bad, f"{path.name} imports {sorted(bad)}"
-
-
-def test_the_backends_import_nothing_of_each_other():
-    """cudagraph/ and tensorrt/ meet only in the registry (``backends.accelerate`` composes the tensorrt backend's
-    engines with the graph backend's LLM)."""
-    for own, other in (("cudagraph", "tensorrt"), ("tensorrt", "cudagraph")):
-        for path in sorted((RUNTIME / own).glob("*.py")):
-            bad = {name for name in _imports(path) if name.startswith(f"cosydesk.runtime.{other}")}
-            assert not bad, f"{own}/{path.name} imports {sorted(bad)}"
 
 
 def test_the_backend_names_are_read_without_torch():
