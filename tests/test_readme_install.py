@@ -61,7 +61,7 @@ def test_readme_install_command_gives_working_doctor_and_say(tmp_path):
         shutil.copy2(ROOT / relative, checkout / relative)
 
     # The tiny model is made by the test's own interpreter: the README installs the app, not test extras.
-    from cosydesk.testing.tiny_model import write_tiny_model
+    from cosydesk.synthetic.tiny_model import write_tiny_model
 
     model = write_tiny_model(tmp_path / "tiny-v2", version="v2")
     out_wav = tmp_path / "hello.wav"

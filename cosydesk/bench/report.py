@@ -113,7 +113,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
     if device.type != "cuda" and any(b != "eager-fp32" for b in backends):
         raise ValueError("without CUDA only the eager-fp32 backend runs")
     if args.random:
-        from cosydesk.testing.full_size import random_model
+        from cosydesk.synthetic.full_size import random_model
 
         master = random_model(args.random, device="cpu", dtype=torch.float32, seed=args.seed)
         model_name = f"random {args.random} full size (seed {args.seed})"

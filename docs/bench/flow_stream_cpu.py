@@ -2,7 +2,7 @@
 
     python docs/bench/flow_stream_cpu.py --version v2 --tokens 500 --threads 2 --out docs/bench/cpu-flow-stream-v2.json
 
-A seeded random flow of ``cosydesk.testing.random_flow.MID`` size (or ``--sizes tiny``), a random prompt and
+A seeded random flow of ``tests.support.random_flow.MID`` size (or ``--sizes tiny``), a random prompt and
 random speech tokens, the official v2/v3 chunk schedule (hops 25 -> 50 -> 100, 3 look-ahead tokens). For every
 non-final call: wall time of the incremental call (in sequence, one state per repetition) and of the recomputing
 call on the same tokens, the frames each ran the estimator on, and max |incremental - recompute| of the mel.
@@ -31,8 +31,8 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cosydesk.runtime.schedule import CausalChunkSchedule  # noqa: E402
-from cosydesk.testing.model_yaml import TINY  # noqa: E402
-from cosydesk.testing.random_flow import MID, random_flow  # noqa: E402
+from cosydesk.synthetic.model_yaml import TINY  # noqa: E402
+from tests.support.random_flow import MID, random_flow  # noqa: E402
 
 
 def _calls(n_tokens: int, n_prompt: int):

@@ -12,7 +12,7 @@ from cosydesk.cli import main
 
 @pytest.fixture(scope="module")
 def tiny_v2(tmp_path_factory):
-    from cosydesk.testing.tiny_model import write_tiny_model
+    from cosydesk.synthetic.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("tiny") / "v2", "v2")
 

@@ -19,7 +19,7 @@ from cosydesk.frontend.prompt import (
 )
 from cosydesk.frontend.text import normalize
 from cosydesk.frontend.tokenizer import BLANKEN_DIR_NAME, load_tokenizer
-from cosydesk.testing.tiny_assets import (
+from cosydesk.synthetic.tiny_assets import (
     SPEECH_TOKEN_VOCAB,
     write_blanken_tokenizer,
     write_tiny_campplus,

@@ -15,7 +15,7 @@ from cosydesk.frontend.tokenizer import (
     TokenizerFilesMissing,
     load_tokenizer,
 )
-from cosydesk.testing.tiny_assets import write_blanken_tokenizer
+from cosydesk.synthetic.tiny_assets import write_blanken_tokenizer
 from tests.support.paths import fixture_dir
 
 
@@ -61,7 +61,7 @@ def test_v2_ordinary_text_matches_the_plain_qwen_bpe(v2_tokenizer):
     # Independent path: the `tokenizers` runtime on the package's own tokenizer.json.
     from tokenizers import Tokenizer
 
-    from cosydesk.testing.tiny_assets import _qwen_files
+    from cosydesk.synthetic.tiny_assets import _qwen_files
 
     plain = Tokenizer.from_file(str(_qwen_files() / "tokenizer.json"))
     text = "Hello world, 你好！收到好友从远方寄来的生日礼物。 123 apples"

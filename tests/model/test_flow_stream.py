@@ -11,7 +11,7 @@ import torch
 
 from cosydesk.model import flow_stream, load
 from cosydesk.runtime.schedule import CausalChunkSchedule
-from cosydesk.testing.random_flow import MID, random_flow
+from tests.support.random_flow import MID, random_flow
 from tests.conftest import assert_close
 from tests.support.paths import fixture_dir, load_golden
 

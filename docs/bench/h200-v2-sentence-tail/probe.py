@@ -7,7 +7,7 @@ from cosydesk.bench import DEFAULT_CORPUS, LLMStats, make_forced_sentences, read
 from cosydesk.runtime import pipeline, token2wav
 from cosydesk.runtime.backends import accelerate
 from cosydesk.runtime.host_copy import PinnedCopier
-from cosydesk.testing.full_size import random_model
+from cosydesk.synthetic.full_size import random_model
 
 t0 = time.time()
 master = random_model("v2", device="cpu", dtype=torch.float32, seed=0)

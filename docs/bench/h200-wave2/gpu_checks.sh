@@ -11,6 +11,6 @@ timeout 330 python3 -m pytest -q -m gpu -p no:cacheprovider tests/runtime/test_h
   tests/runtime/test_hift_padded.py tests/runtime/test_tensorrt_backend.py tests/runtime/test_decode_kernels.py \
   tests/runtime/test_tensorrt_runner.py tests/runtime/test_flow_kernels.py tests/telemetry/test_sampler_gpu.py \
   2>&1 | tee $OUT/gpu-tests.log | tail -15
-python3 -m cosydesk.testing.tiny_model /tmp/tiny-v2 --version v2 >/dev/null
+python3 -m cosydesk.synthetic.tiny_model /tmp/tiny-v2 --version v2 >/dev/null
 timeout 200 python3 -m cosydesk.serve.ttfb --model /tmp/tiny-v2 --device cuda --backend cudagraph --requests 40 \
   2>&1 | tee $OUT/ttfb.log | tail -12

@@ -2,7 +2,7 @@
 
     python3 docs/bench/h200-wave3/stage_profile.py --version v3 --out $OUT/profile-v3.json
 
-Random full-size weights (``cosydesk.testing.full_size``), the cudagraph backend as the app builds it.
+Random full-size weights (``cosydesk.synthetic.full_size``), the cudagraph backend as the app builds it.
 CUDA-event medians after warm-up of: the whole first-chunk flow call (20 prompt + 33 tokens), the same call's
 parts (the CFM solve alone on its bucket, the rest = encoder / pre-lookahead / length handling), flow calls of
 growing length (frames beyond the largest captured bucket fall back to the eager solver), one vocoder chunk, and
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from cosydesk.model.hift_stream import CausalHiFTStream  # noqa: E402
 from cosydesk.runtime.backends import accelerate  # noqa: E402
-from cosydesk.testing.full_size import random_model  # noqa: E402
+from cosydesk.synthetic.full_size import random_model  # noqa: E402
 
 
 def cuda_ms(fn, warmup: int = 3, repeats: int = 15) -> float:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from cosydesk.bench.probes import MemoryProbe  # noqa: E402
 from cosydesk.model.hift_stream import CausalHiFTStream  # noqa: E402
 from cosydesk.runtime.backends import accelerate  # noqa: E402
-from cosydesk.testing.full_size import random_model  # noqa: E402
+from cosydesk.synthetic.full_size import random_model  # noqa: E402
 
 
 def cuda_ms(fn, warmup: int = 3, repeats: int = 15) -> float:

@@ -12,7 +12,7 @@ from tests.conftest import cuda
 
 @pytest.fixture(scope="module")
 def tiny_v2_model(tmp_path_factory):
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     # tiny sizes, seeded, no tokenizer files (they need a test-only package the GPU machine lacks)
     return random_model("v2", "cpu", torch.float32, seed=0, workdir=tmp_path_factory.mktemp("cg"), tiny=True)
@@ -153,7 +153,7 @@ def test_decode_ahead_greedy_equals_the_shared_loop_cpu(tiny_v2_model, version, 
     if version == "v2":
         lm = copy.deepcopy(tiny_v2_model.llm)
     else:
-        from cosydesk.testing.full_size import random_model
+        from cosydesk.synthetic.full_size import random_model
 
         lm = random_model("v3", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True).llm
     static = _static_lm(lm)
@@ -734,7 +734,7 @@ def test_v1_graphed_encoder_padding_keeps_valid_frames_cpu(tmp_path):
 
     from cosydesk.runtime.backends.cudagraph.encoder import GraphedFullAttentionEncoder
     from cosydesk.runtime.backends.cudagraph.model import v1_encoder_graphs_wanted
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     flow = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True).flow
     encoder = flow.encoder
@@ -764,7 +764,7 @@ def test_v1_masked_group_norm_makes_bucket_padding_harmless_cpu(tmp_path):
     from cosydesk.model.cfm import cosine_time_grid
     from cosydesk.runtime.backends.cudagraph.cfm import solve_cfm
     from cosydesk.runtime.backends.cudagraph.fuse import mask_group_norms
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     v1 = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)
     sampler = v1.flow.decoder

@@ -121,7 +121,7 @@ def test_unsupported_head_size_is_refused():
 
 
 def _tiny_lm(version="v2"):
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     return random_model(version, "cpu", torch.float32, seed=0, tiny=True).llm
 

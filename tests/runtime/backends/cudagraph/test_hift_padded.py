@@ -14,14 +14,14 @@ from tests.conftest import cuda
 
 @pytest.fixture(scope="module")
 def tiny_v2(tmp_path_factory):
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     return random_model("v2", "cpu", torch.float32, seed=0, workdir=tmp_path_factory.mktemp("pad"), tiny=True)
 
 
 @pytest.fixture(scope="module")
 def tiny_v1(tmp_path_factory):
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     return random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path_factory.mktemp("pad1"), tiny=True)
 

@@ -174,7 +174,7 @@ def test_graph_backend_v1_llm_is_static_and_matches_the_module_on_gpu(tmp_path):
     """build_graph_model gives v1 the static LM with its decode step captured; float16 logits over 40 forced
     steps stay close to the float16 module's, and the greedy decode-ahead ids equal the module's greedy ids."""
     from cosydesk.runtime.backends import accelerate
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     cpu = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)
     dev = torch.device("cuda")
@@ -303,7 +303,7 @@ def test_static_llm_picks_the_static_lm_or_keeps_an_unsupported_module(tmp_path)
     import dataclasses
 
     from cosydesk.runtime.backends.cudagraph.model import llm_cache_positions, static_llm
-    from cosydesk.testing.full_size import random_model
+    from cosydesk.synthetic.full_size import random_model
 
     model = random_model("v1", "cpu", torch.float32, seed=0, workdir=tmp_path, tiny=True)
     llm = static_llm(model)

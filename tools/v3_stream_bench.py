@@ -1,7 +1,7 @@
 """Per-chunk v3 vocoder time vs utterance length: official re-vocoding vs bounded-work streaming.
 
-    python -m cosydesk.testing.v3_stream_bench --model tiny --seconds 60 --at 5,10,20,40,60
-    python -m cosydesk.testing.v3_stream_bench --model full --device cuda --seconds 60
+    python -m tools.v3_stream_bench --model tiny --seconds 60 --at 5,10,20,40,60
+    python -m tools.v3_stream_bench --model full --device cuda --seconds 60
 
 Streams a random mel (50 frames/s) in 25-token chunks (50 frames; the first 60) through ``CausalHiFTStream``,
 timing every push, and times the official call (HiFT over the whole accumulated mel, finalize=False) at the
@@ -33,7 +33,7 @@ def build_hift(kind: str, device: str) -> torch.nn.Module:
     else:
         from cosydesk.model.config import read_yaml
         from cosydesk.model.hift import CausalHiFTGenerator
-        from cosydesk.testing.full_size import write_full_size_config
+        from cosydesk.synthetic.full_size import write_full_size_config
 
         folder = write_full_size_config(tempfile.mkdtemp(prefix="cosydesk-v3-hift-"), "v3")
         torch.manual_seed(0)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from cosydesk.testing.model_yaml import TINY, model_yaml
+from cosydesk.synthetic.model_yaml import TINY, model_yaml
 
 # Wide and deep enough that every layer kind appears more than once (several conformer / up-encoder layers,
 # several transformer blocks per U-Net stage, several DiT blocks, more than one attention head), still quick

@@ -15,8 +15,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from cosydesk.testing.model_yaml import FULL, YAML_NAME, model_yaml
-from cosydesk.testing.tiny_model import BLANKEN_CONFIG, init_qwen_backbone
+from cosydesk.synthetic.model_yaml import FULL, YAML_NAME, model_yaml
+from cosydesk.synthetic.tiny_model import BLANKEN_CONFIG, init_qwen_backbone
 
 FULL_YAML = {version: model_yaml(version, FULL) for version in YAML_NAME}
 
@@ -28,7 +28,7 @@ QWEN_FULL_CONFIG = dict(BLANKEN_CONFIG, hidden_size=896, intermediate_size=4864,
 def write_full_size_config(out_dir: str | Path, version: str, tiny: bool = False) -> Path:
     """Write the yaml (and for v2/v3 the BlankEN config.json) of a full-size model; no weights.
     ``tiny=True`` writes the tiny test sizes instead (no tokenizer files: nothing here needs them)."""
-    from cosydesk.testing import tiny_model
+    from cosydesk.synthetic import tiny_model
 
     if version not in FULL_YAML:
         raise ValueError(f"version must be one of v1, v2, v3 (got {version!r})")

@@ -1,6 +1,6 @@
 """Write complete tiny CosyVoice model folders in the official on-disk format, for tests and demos.
 
-    python -m cosydesk.testing.tiny_model OUT_DIR --version v1|v2|v3 [--seed N]
+    python -m cosydesk.synthetic.tiny_model OUT_DIR --version v1|v2|v3 [--seed N]
 
 The folder has everything a downloaded model has — yaml, llm.pt / flow.pt / hift.pt, spk2info.pt with SFT
 speakers and a zero-shot entry, campplus.onnx, speech_tokenizer_v*.onnx and (v2/v3) a CosyVoice-BlankEN
@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from cosydesk.testing.model_yaml import TINY, YAML_NAME, model_yaml
+from cosydesk.synthetic.model_yaml import TINY, YAML_NAME, model_yaml
 
 YAML = {version: model_yaml(version, TINY) for version in YAML_NAME}
 
@@ -71,7 +71,7 @@ def write_tiny_model(out_dir: str | Path, version: str = "v2", seed: int = 0) ->
 
     from cosydesk.model.config import read_yaml
     from cosydesk.model.cosyvoice import build_networks
-    from cosydesk.testing import tiny_assets
+    from cosydesk.synthetic import tiny_assets
 
     if version not in YAML:
         raise ValueError(f"version must be one of v1, v2, v3 (got {version!r})")
@@ -103,7 +103,7 @@ def write_tiny_model(out_dir: str | Path, version: str = "v2", seed: int = 0) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cosydesk.testing.tiny_model", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m cosydesk.synthetic.tiny_model", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
     parser.add_argument("--version", choices=["v1", "v2", "v3"], default="v2")
     parser.add_argument("--seed", type=int, default=0)

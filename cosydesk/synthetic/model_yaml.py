@@ -86,7 +86,7 @@ hift: !new:cosyvoice.hifigan.generator.{{hift_class}}
 """
 
 _V1 = """\
-# CosyVoice (v1) layout written by cosydesk.testing: random weights
+# CosyVoice (v1) layout written by cosydesk.synthetic: random weights
 sample_rate: 22050
 text_encoder_input_size: {text_enc_in}
 llm_input_size: {llm_dim}
@@ -170,7 +170,7 @@ allowed_special: 'all'
 """
 
 _QWEN_HEAD = """\
-# CosyVoice{{n}} layout written by cosydesk.testing: random weights
+# CosyVoice{{n}} layout written by cosydesk.synthetic: random weights
 sample_rate: 24000
 llm_input_size: {llm_dim}
 llm_output_size: {llm_dim}

@@ -1,6 +1,6 @@
 """Soak test: many utterances through ONE Synthesizer, watching resident memory and thread counts.
 
-    python -m cosydesk.testing.soak --model DIR --n 1000 [--device cpu] [--warmup 20] [--json]
+    python -m tools.soak --model DIR --n 1000 [--device cpu] [--warmup 20] [--json]
 
 The official code keeps per-request state on the model object and grows memory over a session (upstream
 issues 1453, 491). This command shows whether ours does: after a warm-up (allocator pools, lazily built
@@ -169,8 +169,8 @@ def run_soak(model_dir: str | Path, n: int, device: str = "cpu", warmup: int = 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cosydesk.testing.soak", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="model folder (e.g. one written by cosydesk.testing.tiny_model)")
+    parser = argparse.ArgumentParser(prog="python -m tools.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="model folder (e.g. one written by cosydesk.synthetic.tiny_model)")
     parser.add_argument("--n", type=int, default=1000, help="utterances to measure (after the warm-up)")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--device", default="cpu")
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({**asdict(report), "threads_constant": report.threads_constant, "ok": ok}, indent=1))
     else:
-        print(f"soak: python -m cosydesk.testing.soak --model {args.model} --n {args.n} --warmup {args.warmup} "
+        print(f"soak: python -m tools.soak --model {args.model} --n {args.n} --warmup {args.warmup} "
               f"--threads {args.threads}")
         for line in report.lines():
             print(line)
