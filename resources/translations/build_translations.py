@@ -355,6 +355,7 @@ ZH_CN = {
     "Remove the selected utterance (Del); Undo brings it back": "删除选中的语音（Del）；可用“撤销”恢复",
     "Undo": "撤销",
     "{seconds} s": "{seconds} 秒",
+    "{ms} ms": "{ms} 毫秒",  # the history row's first audio, as the telemetry line writes it
     "first audio {latency}": "首音 {latency}",
     "RTF {rtf}": "实时率 {rtf}",
     "partial (stopped before the end)": "不完整（在结束前停止）",

@@ -171,6 +171,10 @@
         <translation>{seconds} 秒</translation>
     </message>
     <message>
+        <source>{ms} ms</source>
+        <translation>{ms} 毫秒</translation>
+    </message>
+    <message>
         <source>first audio {latency}</source>
         <translation>首音 {latency}</translation>
     </message>
