@@ -76,3 +76,30 @@ def test_history_row_writes_milliseconds_as_the_telemetry_line_does(qtbot, tmp_p
     finally:
         i18n.set_language("en")
     assert panel.details(entry) == "中文女 · tiny-v2 · 1× · 0.3 s · first audio 2910 ms · RTF 9.09"
+
+
+OS_ERRORS = ("ENOENT", "EACCES", "EROFS", "ENOSPC", "EDQUOT", "EFBIG", "EEXIST", "ENOTDIR", "EISDIR", "ENAMETOOLONG",
+             "EPERM", "EIO", "EINVAL", "EMFILE", "EBUSY", "ELOOP", "ENOTEMPTY", "EAGAIN", "ENOMEM", "ESTALE",
+             "EADDRINUSE", "EADDRNOTAVAIL", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH")
+
+
+@pytest.mark.parametrize("name", OS_ERRORS)
+def test_the_operating_systems_error_texts_translate(name):
+    """What the OS says inside export, history and server messages (an export to a 200-character name said
+    "…：File name too long；未写入任何内容")."""
+    import errno
+    import os
+
+    from cosydesk.ui.error_text import translate_message
+
+    assert re.search(r"[\u4e00-\u9fff]", translate_message(os.strerror(getattr(errno, name)), "zh_CN"))
+
+
+def test_an_export_to_a_too_long_name_reads_in_chinese(tmp_path):
+    from cosydesk.audio.export import ExportError, write_audio
+    from cosydesk.ui.error_text import display_message
+
+    with pytest.raises(ExportError) as refused:
+        write_audio(tmp_path / ("长" * 200 + ".wav"), np.zeros(2400, dtype=np.float32), 24000)
+    shown = display_message(str(refused.value), "zh_CN")
+    assert shown.endswith("：文件名过长；未写入任何内容"), shown
