@@ -42,7 +42,7 @@ class ModelBar:
         report = hub.check_model_dir(folder)
         if not report.loadable:
             self.show_message(self.tr("Cannot use {folder}: {problems}").format(
-                folder=folder, problems="; ".join(map(translate_message, report.problems))), True)
+                folder=folder, problems=translate_message("; ".join(report.problems))), True)  # "；" in Chinese
             return False
         self._model_before_load = self.model  # kept when the worker refuses the new folder
         self.settings.set(Key.MODEL_DIR, str(report.path))

@@ -37,3 +37,27 @@ def test_a_list_is_only_split_where_that_leaves_less_english():
         "x.json 不是有效的 JSON（bad）；已保留为 y.json"
     # text no table knows comes back as it was
     assert translate_message("Something odd; twice", zh) == "Something odd; twice"
+
+
+def test_the_window_lists_a_folders_problems_with_chinese_separators(qtbot, data_dir, tmp_path):
+    """Loading a folder that holds no model: "无法使用 …：…（这是包含 llm.pt 的那个文件夹吗？）; 缺少 llm.pt…" joined
+    its problems with an ASCII "; " in Chinese."""
+    from tests.ui.fake_synth import factory
+    from tests.ui.helpers import make_window
+
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    window = make_window(qtbot, data_dir, factory())
+    try:
+        window.set_language("zh_CN")
+        assert not window.load_model(folder)
+        shown = window.error_label.text()
+        window.set_language("en")
+        assert not window.load_model(folder)
+        assert "; llm.pt is missing (model weights); flow.pt" in window.error_label.text()
+    finally:
+        window.set_language("en")
+        window.close()
+    assert shown.startswith(f"无法使用 {folder}：{folder} 中没有模型配置：")
+    assert shown.endswith("？）；缺少 llm.pt（模型权重）；缺少 flow.pt（模型权重）；缺少 hift.pt（模型权重）")
+    assert "; " not in shown
