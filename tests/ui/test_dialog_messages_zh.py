@@ -103,3 +103,13 @@ def test_an_export_to_a_too_long_name_reads_in_chinese(tmp_path):
         write_audio(tmp_path / ("长" * 200 + ".wav"), np.zeros(2400, dtype=np.float32), 24000)
     shown = display_message(str(refused.value), "zh_CN")
     assert shown.endswith("：文件名过长；未写入任何内容"), shown
+
+
+def test_a_number_after_ying_wei_keeps_its_space():
+    """A yaml with 96 mel bins read "…：应为80（CosyVoice 使用 80 维梅尔频谱）" (no space before the number, as
+    everywhere else in the table: "为 96", "使用 80 维")."""
+    from cosydesk.model.config_values import MEL_BINS
+    from cosydesk.ui.error_text import translate_message
+
+    message = f"/m/cosyvoice2.yaml: flow.output_size is 96: it must be {MEL_BINS} (CosyVoice works on {MEL_BINS}-bin mels)"
+    assert translate_message(message, "zh_CN").endswith("flow.output_size 为 96：应为 80（CosyVoice 使用 80 维梅尔频谱）")
