@@ -12,7 +12,9 @@ captured field is itself translated when it fully matches an entry (nested phras
 prefix, "Cannot load X: <message>"), otherwise kept verbatim. Joiners, entries whose literal text holds no
 letter (``{0}: {1}``, ``{0}; {1}``), come last: every place their separator divides the text is tried and the
 division that leaves the fewest parts untranslated wins; a joiner never applies when none of its parts
-translates, so text no table knows comes back unchanged. Text of several lines is translated line by line
+translates, so text no table knows comes back unchanged. A "; "-joined list whose every message some entry
+knows is translated message by message when that keeps fewer Latin words than the entry matching it whole (whose
+field would otherwise swallow the messages before it). Text of several lines is translated line by line
 first. A KeyError's quotes (``str(KeyError("…"))``) are looked through. Numbers stay as they were formatted.
 
 What it must not do: raise (unknown text comes back unchanged), or change English text.
@@ -27,6 +29,8 @@ import re
 from dataclasses import dataclass
 
 FIELD = re.compile(r"\{(\d+)\}")
+LIST_SEPARATOR = "; "  # between the messages of a list (hub's folder problems, Diagnostics details)
+LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 MAX_JOINED_CHARS = 3000  # longer text is not divided at its joiners (every division is tried: quadratic)
 
 
@@ -136,6 +140,7 @@ def _translate(text: str, language: str) -> tuple[str, int] | None:
             return "\n".join(new[0] if new is not None else old
                              for old, new in zip(text.split("\n"), lines)), kept + sum(
                 new[1] for new in lines if new is not None)
+    listed = _list_of_messages(text, language)
     lowered = text.lower()
     for entry in table.entries:
         if entry.anchor not in lowered:
@@ -143,7 +148,12 @@ def _translate(text: str, language: str) -> tuple[str, int] | None:
         match = entry.pattern.fullmatch(text)
         if match is not None:
             texts, untranslated, _ = _fields(match.groups(), language)
-            return _fill(entry.translated, texts), untranslated
+            whole = _fill(entry.translated, texts)
+            if listed is not None and _latin_words(listed[0]) < _latin_words(whole):
+                return listed  # the entry's field swallowed messages of the list: each on its own leaves less
+            return whole, untranslated
+    if listed is not None:
+        return listed
     best: tuple[int, int, str] | None = None  # (untranslated parts, -translated parts, text): least left first
     for joiner in table.joiners if len(text) <= MAX_JOINED_CHARS else ():
         if joiner.anchor not in lowered:
@@ -157,6 +167,29 @@ def _translate(text: str, language: str) -> tuple[str, int] | None:
             if best is None or candidate[:2] < best[:2]:
                 best = candidate
     return (best[2], best[0]) if best is not None else None
+
+
+def _latin_words(text: str) -> int:
+    """How many Latin words a translation kept (names, paths and prose alike: only compared between two
+    translations of the same text, which keep the same names)."""
+    return len(LATIN_WORD.findall(text))
+
+
+def _list_of_messages(text: str, language: str) -> tuple[str, int] | None:
+    """Text that is a "; "-joined list of messages each of which an entry or joiner knows (hub's folder problems,
+    as Diagnostics shows them): each translated, joined. Preferred to an entry that matches the whole text when
+    it keeps fewer Latin words: the entry's field swallowed the messages before it ("…; llm.pt is missing (model
+    weights)" read as one "{0} is missing (model weights)")."""
+    if LIST_SEPARATOR not in text or len(text) > MAX_JOINED_CHARS:
+        return None
+    joiner = next((entry for entry in tables(language).joiners if entry.separator == LIST_SEPARATOR), None)
+    parts = [_translate(part, language) for part in text.split(LIST_SEPARATOR)]
+    if joiner is None or any(part is None for part in parts):
+        return None
+    joined = parts[0][0]
+    for part in parts[1:]:
+        joined = _fill(joiner.translated, [joined, part[0]])
+    return joined, sum(part[1] for part in parts)
 
 
 def _splits(joiner: _Entry, text: str):

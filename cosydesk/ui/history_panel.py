@@ -214,7 +214,7 @@ class HistoryPanel(QWidget):
         if entry.speed is not None:
             parts.append(f"{entry.speed:g}×")
         parts.append(self.tr("{seconds} s").format(seconds=f"{entry.duration_s:.1f}"))
-        latency = "–" if entry.first_audio_ms is None else f"{entry.first_audio_ms:.0f} ms"
+        latency = "–" if entry.first_audio_ms is None else self.tr("{ms} ms").format(ms=f"{entry.first_audio_ms:.0f}")
         parts.append(self.tr("first audio {latency}").format(latency=latency))
         if entry.rtf is not None:
             parts.append(self.tr("RTF {rtf}").format(rtf=f"{entry.rtf:.2f}"))

@@ -42,7 +42,7 @@ class ModelBar:
         report = hub.check_model_dir(folder)
         if not report.loadable:
             self.show_message(self.tr("Cannot use {folder}: {problems}").format(
-                folder=folder, problems="; ".join(map(translate_message, report.problems))), True)
+                folder=folder, problems=translate_message("; ".join(report.problems))), True)  # "；" in Chinese
             return False
         # The worker keeps the model in use until the new one has loaded: when the new folder is refused or fails
         # to load, that model stays (loadRefused / reloadFailed -> _keep_previous_model).

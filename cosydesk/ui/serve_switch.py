@@ -15,7 +15,9 @@ thread), or let the server run a request while the app is loading or speaking on
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 import time
 from pathlib import Path
@@ -130,17 +132,23 @@ class ServeSwitch(QObject):
 
     # -- starting ------------------------------------------------------------------------------------------------
     def _config(self) -> tuple[str, int, str | None] | str:
-        from cosydesk.serve.config import bind_problem
+        from cosydesk.serve.config import bind_problem, is_loopback
 
         host = self.settings.get(Key.SERVE_HOST).strip() or "127.0.0.1"
         port = self.settings.get(Key.SERVE_PORT)
-        key = self.settings.get(Key.SERVE_API_KEY) or environment.text("COSYDESK_API_KEY") or None
+        key = (self.settings.get(Key.SERVE_API_KEY) or "").strip() or environment.text("COSYDESK_API_KEY") or None
         if not 0 <= port <= 65535:
             return self.tr("port {port} (setting {key}) is not a TCP port (0-65535)").format(
                 port=port, key=Key.SERVE_PORT.value)
         problem = bind_problem(host, key)
+        if problem and not is_loopback(host) and not key:
+            # the CLI's text names --host / --api-key flags; the app says where its settings are, whole (one tr
+            # string: replacing the flags by translated words left the rest of the sentence in English)
+            return self.tr("address {host} would let other computers use this server without a key: set an API key "
+                           "in Preferences > Local API (or COSYDESK_API_KEY), or keep the address 127.0.0.1").format(
+                host=host)
         if problem:
-            return problem.replace("--host", self.tr("address")).replace("--api-key KEY", self.tr("an API key"))
+            return problem
         return host, port, key
 
     def _start(self) -> None:
@@ -176,8 +184,13 @@ class ServeSwitch(QObject):
             try:
                 sock = bind_socket(host, port)
             except OSError as error:
-                self._started.emit(None, None, f"cannot listen on {host}:{port}: {error.strerror or error} "
-                                   "(is `cosydesk serve` or another program using it? choose another port)")
+                reason = error.strerror or str(error)
+                if isinstance(error, socket.gaierror) or error.errno == errno.EADDRNOTAVAIL:  # not an address here
+                    self._started.emit(None, None, f"cannot listen on {host}:{port}: {reason} (the address must be "
+                                       "one of this computer's, such as 127.0.0.1)")
+                else:
+                    self._started.emit(None, None, f"cannot listen on {host}:{port}: {reason} "
+                                       "(is `cosydesk serve` or another program using it? choose another port)")
                 return
             api_view = GatedSynth(synth.inner, synth.gate, who="api")  # the same model and gate as the app's
             engine = SpeechEngine(api_view, max_waiting=DEFAULT_QUEUE)

@@ -333,8 +333,10 @@ ZH_CN = {
     "Let other programs speak through CosyDesk's OpenAI-compatible API (/v1/audio/speech) on the model loaded here":
         "让其他程序通过 CosyDesk 的 OpenAI 兼容 API（/v1/audio/speech）使用这里已加载的模型朗读",
     "port {port} (setting {key}) is not a TCP port (0-65535)": "端口 {port}（设置项 {key}）不是有效的 TCP 端口（0-65535）",
-    "address": "地址",
-    "an API key": "API 密钥",
+    "address {host} would let other computers use this server without a key: set an API key in Preferences > "
+    "Local API (or COSYDESK_API_KEY), or keep the address 127.0.0.1":
+        "地址 {host} 会让其他电脑无需密钥即可使用此服务：请在“首选项 > 本地 API”中设置 API 密钥（或设置 "
+        "COSYDESK_API_KEY），或保留地址 127.0.0.1",
     "API: 1 request": "API：1 个请求",
     "API: {n} requests": "API：{n} 个请求",
     "API: on {url}": "API：已在 {url} 开启",
@@ -353,6 +355,7 @@ ZH_CN = {
     "Remove the selected utterance (Del); Undo brings it back": "删除选中的语音（Del）；可用“撤销”恢复",
     "Undo": "撤销",
     "{seconds} s": "{seconds} 秒",
+    "{ms} ms": "{ms} 毫秒",  # the history row's first audio, as the telemetry line writes it
     "first audio {latency}": "首音 {latency}",
     "RTF {rtf}": "实时率 {rtf}",
     "partial (stopped before the end)": "不完整（在结束前停止）",

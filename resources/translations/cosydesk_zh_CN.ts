@@ -171,6 +171,10 @@
         <translation>{seconds} 秒</translation>
     </message>
     <message>
+        <source>{ms} ms</source>
+        <translation>{ms} 毫秒</translation>
+    </message>
+    <message>
         <source>first audio {latency}</source>
         <translation>首音 {latency}</translation>
     </message>
@@ -804,12 +808,8 @@
         <translation>端口 {port}（设置项 {key}）不是有效的 TCP 端口（0-65535）</translation>
     </message>
     <message>
-        <source>address</source>
-        <translation>地址</translation>
-    </message>
-    <message>
-        <source>an API key</source>
-        <translation>API 密钥</translation>
+        <source>address {host} would let other computers use this server without a key: set an API key in Preferences &gt; Local API (or COSYDESK_API_KEY), or keep the address 127.0.0.1</source>
+        <translation>地址 {host} 会让其他电脑无需密钥即可使用此服务：请在“首选项 &gt; 本地 API”中设置 API 密钥（或设置 COSYDESK_API_KEY），或保留地址 127.0.0.1</translation>
     </message>
     <message>
         <source>API: 1 request</source>

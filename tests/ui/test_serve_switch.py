@@ -158,7 +158,7 @@ def test_a_busy_port_or_an_open_address_without_key_turns_the_switch_off(qtbot, 
     window.settings.set(Key.SERVE_HOST, "0.0.0.0")
     with qtbot.waitSignal(switch.failed, timeout=5000) as failed:
         switch.set_enabled(True)
-    assert "other machines" in failed.args[0] and "API key" in failed.args[0]
+    assert "other computers" in failed.args[0] and "API key" in failed.args[0]
     assert switch.state == "off" and switch.server is None
     window.settings.set(Key.SERVE_PORT, 70000)
     window.settings.set(Key.SERVE_HOST, "127.0.0.1")

@@ -78,7 +78,12 @@ ZH_CN: dict[str, str] = {
     # ui/serve_switch.py: the in-app speech server
     "cannot listen on {0}:{1}: {2} (is `cosydesk serve` or another program using it? choose another port)":
         "无法监听 {0}:{1}：{2}（是 `cosydesk serve` 或其他程序占用了它吗？请换一个端口）",
+    "cannot listen on {0}:{1}: {2} (the address must be one of this computer's, such as 127.0.0.1)":
+        "无法监听 {0}:{1}：{2}（地址必须是这台电脑自己的地址，例如 127.0.0.1）",
     "the speech server could not start ({0}: {1})": "语音服务无法启动（{0}：{1}）",
+    # serve/runner.py, through the switch
+    "the speech server did not start: {0}": "语音服务没有启动：{0}",
+    "the speech server did not start within {0} s": "语音服务未能在 {0} 秒内启动",
     # ui/engine_choices.py: why a Preferences choice is disabled
     "torch {0} sees no NVIDIA GPU on this computer": "torch {0} 在这台电脑上找不到 NVIDIA GPU",
     "torch cannot check for a GPU ({0})": "torch 无法检测 GPU（{0}）",
@@ -92,8 +97,26 @@ ZH_CN: dict[str, str] = {
     "No space left on device": "设备上没有空间",
     "File exists": "文件已存在",
     "Address already in use": "地址已被占用",
+    "Cannot assign requested address": "无法使用所请求的地址",
+    "Name or service not known": "未知的名称或服务",
+    "Temporary failure in name resolution": "域名解析暂时失败",
+    "No address associated with hostname": "该主机名没有关联的地址",
     "Disk quota exceeded": "超出磁盘配额",
     "File too large": "文件过大",
+    "File name too long": "文件名过长",
+    "Operation not permitted": "不允许的操作",
+    "Input/output error": "输入/输出错误",
+    "Invalid argument": "无效的参数",
+    "Too many open files": "打开的文件过多",
+    "Device or resource busy": "设备或资源忙",
+    "Too many levels of symbolic links": "符号链接的层数过多",
+    "Directory not empty": "目录非空",
+    "Resource temporarily unavailable": "资源暂时不可用",
+    "Cannot allocate memory": "无法分配内存",
+    "Stale file handle": "文件句柄已失效",
+    "Connection refused": "连接被拒绝",
+    "Connection timed out": "连接超时",
+    "Network is unreachable": "网络不可达",
     # doctor.py: the Diagnostics dialog (check names, details, fixes that are actions rather than commands)
     "OK": "正常",
     "WARN": "警告",

@@ -31,6 +31,16 @@ ZH_CN: dict[str, str] = {
     # audio/profiles.py: reading and checking a recording
     "{0} does not exist": "{0} 不存在",
     "{0} is not an audio file that can be read (WAV, FLAC or OGG): {1}": "{0} 不是可读取的音频文件（WAV、FLAC 或 OGG）：{1}",
+    # soundfile / libsndfile's own text inside the message above (a text file, an empty or cut-off recording)
+    "Error opening {0}: {1}": "无法打开 {0}：{1}",
+    "Format not recognised.": "无法识别文件格式。",
+    "File contains data in an unknown format.": "文件中的数据格式未知。",
+    "Supported file format but file is malformed.": "文件格式受支持，但文件已损坏。",
+    "Error in WAV file. No 'data' chunk marker.": "WAV 文件有误：缺少 'data' 数据块。",
+    "Error in WAV file. No 'fmt ' chunk marker.": "WAV 文件有误：缺少 'fmt ' 数据块。",
+    "Unspecified internal error.": "未知的内部错误。",
+    "System error.": "系统错误。",
+    "File does not exist or is not a regular file (possibly a pipe?).": "文件不存在，或不是普通文件（可能是管道？）。",
     "{0} has {1} channels; they were mixed down to mono": "{0} 有 {1} 个声道，已混合为单声道",
     "sample rate {0} Hz is too low: record at {1} kHz or more": "采样率 {0} Hz 过低：请以 {1} kHz 或更高录音",
     "too short ({0} s): use {1}–{2} s of clear speech": "太短（{0} 秒）：请使用 {1}–{2} 秒清晰的语音",

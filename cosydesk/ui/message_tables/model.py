@@ -50,6 +50,7 @@ FILE_MESSAGES: dict[str, str] = {
         "不支持的表达式（只能使用数字、<键名>、+ - * / // % 和括号）",
     # ---------------------------------------------------------------- model/config_values.py: every setting
     "{0} is {1}: it must be {2}": "{0} 为 {1}：应为{2}",
+    "{0} is {1}: it must be {2} (CosyVoice works on {3}-bin mels)": "{0} 为 {1}：应为 {2}（CosyVoice 使用 {3} 维梅尔频谱）",
     # relations between settings, required settings and classes
     "{0}.output_size {1} is not a multiple of {2}.attention_heads {3}: each attention head takes an equal share "
     "of the width": "{0}.output_size（{1}）不是 {2}.attention_heads（{3}）的整数倍：每个注意力头平分宽度",
