@@ -7,8 +7,7 @@ ZH_CN: dict[str, str] = {
     "precision {0} is not one of auto, fp32, fp16": "精度 {0} 无效：可选 auto、fp32、fp16",
     "backend {0} needs an NVIDIA GPU; on the CPU use --backend eager":
         "后端 {0} 需要 NVIDIA GPU；在 CPU 上请使用 --backend eager",
-    "unknown backend {0} (choose auto, eager, eager-fp16, cudagraph, tensorrt)":
-        "未知的后端 {0}（可选 auto、eager、eager-fp16、cudagraph、tensorrt）",
+    "unknown backend {0} (choose {1})": "未知的后端 {0}（可选：{1}）",
     "speed {0} is outside {1}-{2}": "语速 {0} 超出范围 {1}-{2}",
     "the GPU ran out of memory: close other GPU programs, try a shorter text, or choose --precision fp16 / "
     "--device cpu": "GPU 显存不足：请关闭其他占用 GPU 的程序、缩短文本，或改用 --precision fp16 / --device cpu",
