@@ -78,9 +78,21 @@ def _model_fix(folder: Path) -> str:
     return f"cosydesk models --download {name}"
 
 
+def _refused_at_load(folder: Path) -> str | None:
+    """What the loader's own checks (model/validate.py: every setting, checkpoint key, shape, NaN and table)
+    would refuse the folder for, or None: a folder whose files are whole can still hold a yaml it cannot run."""
+    try:
+        from cosydesk.model.validate import check_model_folder as check
+
+        check(folder)  # the tokenizer files synthesis also needs are the layout check's (missing_optional)
+    except (ValueError, OSError) as error:  # ConfigError / CheckpointError are ValueErrors
+        return str(error)
+    return None
+
+
 def check_model_folder(folder: Path, verify_hashes: bool = True) -> Check:
     """Layout (hub.check_model_dir) plus integrity: hashes against the download manifest where one exists,
-    otherwise non-empty files and .pt checkpoints that torch can open lazily."""
+    otherwise non-empty files and .pt checkpoints that torch can open lazily; then the loader's own checks."""
     from cosydesk import hub
 
     label = f"model {folder.name}"
@@ -111,6 +123,8 @@ def check_model_folder(folder: Path, verify_hashes: bool = True) -> Check:
                 problems.append(why)
     version = report.version or "?"
     how = f"{checked} file hashes verified" if checked else "weights open (no download manifest to hash against)"
+    if not problems and (why := _refused_at_load(folder)) is not None:
+        problems.append(why)
     if problems:
         return Check(label, FAIL, f"{version}: " + "; ".join(problems), _model_fix(folder))
     if report.missing_optional:

@@ -195,3 +195,17 @@ def test_incomplete_model_folder_fails(model_copy, capsys, monkeypatch):
 def test_self_test_synthesises_one_sentence_headless(capsys):
     assert main(["doctor", "--self-test"]) == 0
     assert "self-test OK" in capsys.readouterr().out
+
+
+def test_a_model_the_loader_would_refuse_fails_with_its_reason(model_copy):
+    """Whole files are not enough: a yaml the loader refuses (here a zero layer width) is a FAIL naming the key,
+    as loading it would say; before, Diagnostics reported such a folder [OK]."""
+    yaml = model_copy / "cosyvoice2.yaml"
+    text = yaml.read_text(encoding="utf-8")
+    width = "        output_size: 64  # tiny; official: 512"  # the flow encoder's
+    assert width in text
+    yaml.write_text(text.replace(width, "        output_size: 0", 1), encoding="utf-8")
+    check = doctor.check_model_folder(model_copy)
+    assert check.status == FAIL, check.detail
+    assert "cosyvoice2.yaml" in check.detail and "is 0" in check.detail
+    assert check.fix == "cosydesk models --download CosyVoice2-0.5B"
