@@ -79,6 +79,8 @@ def load_prompt_audio(path: str | Path) -> tuple[np.ndarray, int, list[str]]:
     from cosydesk.frontend.audio_io import AudioInputError, read_mono
 
     file = Path(path)
+    if file.is_dir():
+        raise ProfileError([f"{file} is a folder, not a recording: pick an audio file (WAV, FLAC or OGG)"])
     if not file.is_file():
         raise ProfileError([f"{file} does not exist"])
     try:

@@ -67,3 +67,11 @@ def test_reserved_speaker_names(tmp_path):
     store = VoiceProfileStore(tmp_path)
     with pytest.raises(ProfileError, match="exists already"):
         store.add("中文女", _speech_like(4), RATE, "text", reserved_names=("中文女",))
+
+
+def test_a_folder_named_like_a_recording_is_called_a_folder(tmp_path):
+    (tmp_path / "take.wav").mkdir()
+    with pytest.raises(ProfileError, match="is a folder, not a recording"):
+        load_prompt_audio(tmp_path / "take.wav")
+    with pytest.raises(ProfileError, match="does not exist"):
+        load_prompt_audio(tmp_path / "missing.wav")

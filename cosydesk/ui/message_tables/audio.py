@@ -30,6 +30,8 @@ ZH_CN: dict[str, str] = {
     "cannot write {0}: folder {1} does not exist": "无法写入 {0}：文件夹 {1} 不存在",
     # audio/profiles.py: reading and checking a recording
     "{0} does not exist": "{0} 不存在",
+    "{0} is a folder, not a recording: pick an audio file (WAV, FLAC or OGG)":
+        "{0} 是文件夹，不是录音：请选择音频文件（WAV、FLAC 或 OGG）",
     "{0} is not an audio file that can be read (WAV, FLAC or OGG): {1}": "{0} 不是可读取的音频文件（WAV、FLAC 或 OGG）：{1}",
     # soundfile / libsndfile's own text inside the message above (a text file, an empty or cut-off recording)
     "Error opening {0}: {1}": "无法打开 {0}：{1}",
