@@ -8,6 +8,7 @@ selected and searched, and typing into the long text are all measured.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 
@@ -53,7 +54,17 @@ class GapMeter:
         return float(np.diff(self.ticks).max() * 1000.0)
 
 
-def test_ui_never_blocks_with_100k_characters(qtbot, data_dir, tiny_v2, tiny_factory):
+@pytest.fixture
+def own_heap():
+    """The app's heap, not the test session's: objects left by earlier tests are frozen out of the collector, so
+    a full collection of the whole session (a few hundred ms in a long run) is not timed as the app's blocking."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
+def test_ui_never_blocks_with_100k_characters(qtbot, data_dir, tiny_v2, tiny_factory, own_heap):
     window = make_window(qtbot, data_dir, tiny_factory, player=Player(sd_module=FakeSoundDevice(speed=1.0)),
                          model_dir=tiny_v2, warmup=True)
     wait_idle(qtbot, window)
