@@ -70,6 +70,8 @@ def test_stop_keeps_what_was_synthesised_marked_partial_and_export_saves_it(qtbo
         window.stop_button.click()
     result = stopped.args[0]
     assert result.cancelled and 0 < len(result.pcm) < 40 * 4800
+    # the window keeps the take from its own jobFinished slot, which may run just after this test's (~10 ms)
+    qtbot.waitUntil(lambda: bool(window.history.entries()), timeout=5000)
     [entry] = window.history.entries()
     assert entry.partial and entry.duration_s == round(len(result.pcm) / 24000, 3)
     assert "partial" in window.history_panel.describe(entry)
