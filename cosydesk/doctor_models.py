@@ -78,13 +78,15 @@ def _model_fix(folder: Path) -> str:
     return f"cosydesk models --download {name}"
 
 
-def _refused_at_load(folder: Path) -> str | None:
-    """What the loader's own checks (model/validate.py: every setting, checkpoint key, shape, NaN and table)
-    would refuse the folder for, or None: a folder whose files are whole can still hold a yaml it cannot run."""
+def _refused_at_load(folder: Path, scan_values: bool) -> str | None:
+    """What the loader's own checks (model/validate.py: every setting, checkpoint key, shape and table; with
+    ``scan_values`` also NaN in the weights, which reads them all) would refuse the folder for, or None: a folder
+    whose files are whole can still hold a yaml it cannot run."""
     try:
         from cosydesk.model.validate import check_model_folder as check
 
-        check(folder)  # the tokenizer files synthesis also needs are the layout check's (missing_optional)
+        # the tokenizer files synthesis also needs are the layout check's (missing_optional)
+        check(folder, scan_values=scan_values)
     except (ValueError, OSError) as error:  # ConfigError / CheckpointError are ValueErrors
         return str(error)
     return None
@@ -123,7 +125,8 @@ def check_model_folder(folder: Path, verify_hashes: bool = True) -> Check:
                 problems.append(why)
     version = report.version or "?"
     how = f"{checked} file hashes verified" if checked else "weights open (no download manifest to hash against)"
-    if not problems and (why := _refused_at_load(folder)) is not None:
+    # the quick check (the app's Diagnostics, doctor --quick) reads no weight whole, as it hashes none
+    if not problems and (why := _refused_at_load(folder, scan_values=verify_hashes)) is not None:
         problems.append(why)
     if problems:
         return Check(label, FAIL, f"{version}: " + "; ".join(problems), _model_fix(folder))

@@ -205,7 +205,22 @@ def test_a_model_the_loader_would_refuse_fails_with_its_reason(model_copy):
     width = "        output_size: 64  # tiny; official: 512"  # the flow encoder's
     assert width in text
     yaml.write_text(text.replace(width, "        output_size: 0", 1), encoding="utf-8")
-    check = doctor.check_model_folder(model_copy)
-    assert check.status == FAIL, check.detail
-    assert "cosyvoice2.yaml" in check.detail and "is 0" in check.detail
-    assert check.fix == "cosydesk models --download CosyVoice2-0.5B"
+    for verify_hashes in (True, False):  # False: the app's Diagnostics (doctor --quick)
+        check = doctor.check_model_folder(model_copy, verify_hashes=verify_hashes)
+        assert check.status == FAIL, check.detail
+        assert "cosyvoice2.yaml" in check.detail and "is 0" in check.detail
+        assert check.fix == "cosydesk models --download CosyVoice2-0.5B"
+
+
+def test_a_nan_weight_fails_the_full_check_and_the_quick_one_reads_no_weight_whole(model_copy):
+    import torch
+
+    flow = model_copy / "flow.pt"
+    state = torch.load(flow, map_location="cpu", weights_only=True)
+    key = next(k for k, v in state.items() if v.is_floating_point())
+    state[key].view(-1)[0] = float("nan")
+    torch.save(state, flow)
+    full = doctor.check_model_folder(model_copy)
+    assert full.status == FAIL and "NaN" in full.detail and key in full.detail
+    quick = doctor.check_model_folder(model_copy, verify_hashes=False)
+    assert quick.status in (OK, WARN), quick.detail  # like the hashes, the values scan is the full check's

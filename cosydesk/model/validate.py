@@ -254,10 +254,11 @@ def _speaker_limits(version: str, config: dict[str, Any], llm_state: dict[str, t
 
 
 # ------------------------------------------------------------------------------------------ the pass
-def check_model_folder(model_dir: str | Path, for_synthesis: bool = False) -> CheckedFolder:
+def check_model_folder(model_dir: str | Path, for_synthesis: bool = False, scan_values: bool = True) -> CheckedFolder:
     """Validate everything the loader will read in ``model_dir``; nothing of the model is allocated.
 
-    ``for_synthesis``: also require the text tokenizer files (v2/v3) that synthesis needs."""
+    ``for_synthesis``: also require the text tokenizer files (v2/v3) that synthesis needs. ``scan_values=False``:
+    every check but the NaN / infinity scan of the weights (which reads all of them), for a quick diagnosis."""
     from cosydesk.model.config_values import check_config_values
 
     model_dir = Path(model_dir).expanduser()
@@ -273,7 +274,7 @@ def check_model_folder(model_dir: str | Path, for_synthesis: bool = False) -> Ch
     for name, module in networks.items():
         path = model_dir / f"{name}.pt"
         states[name] = check_state_dict(module.state_dict(), read_state_dict(path, mmap=True), str(path),
-                                        CHECKPOINT_PREFIX[name])
+                                        CHECKPOINT_PREFIX[name], scan_values)
     spk_path = model_dir / "spk2info.pt"
     table = check_speaker_table(spk_path, read_speaker_table(spk_path), _speaker_limits(version, config, states["llm"]))
     return CheckedFolder(model_dir=model_dir, yaml_path=yaml_path, version=version, config=config, states=states,
