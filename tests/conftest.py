@@ -39,9 +39,8 @@ _ALSA_DIR = tempfile.mkdtemp(prefix="cosydesk-alsa-")
 atexit.register(shutil.rmtree, _ALSA_DIR, ignore_errors=True)
 install_alsa_file_capture(_ALSA_DIR)
 
-# Paths and fixture readers live in tests/support/paths.py (imported here for the fixtures below and for
-# older `from tests.conftest import fixture_dir` imports).
-from tests.support.paths import FIXTURES, REPO_ROOT, fixture_dir, golden_meta, load_golden  # noqa: E402,F401
+# Paths and fixture readers live in tests/support/paths.py (tests import them from there).
+from tests.support.paths import fixture_dir, load_golden  # noqa: E402
 
 
 def assert_close(ours, ref, atol: float, what: str = "") -> None:

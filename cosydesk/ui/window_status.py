@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from cosydesk.settings import Key
+from cosydesk.ui.error_text import display_message
+from cosydesk.ui.load_status import loading_text, speak_tooltip
 
 # The housekeeping timer (reaping the audio stream, enabling controls) ticks fast only while audio plays or a
 # job runs: at 100 ms all the time it cost ~2 % of a core in an idle window (tools/idle_cpu.py).
 BUSY_TICK_MS = 100
 IDLE_TICK_MS = 500
-from cosydesk.ui.error_text import display_message
-from cosydesk.ui.load_status import loading_text, speak_tooltip
 
 
 class WindowStatus:

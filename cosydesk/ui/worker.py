@@ -98,8 +98,6 @@ def _default_folder_check(model_dir: str) -> None:
     check_model_folder(model_dir)
 
 
-
-
 def _describe(error: BaseException) -> str:
     if isinstance(error, (ValueError, OSError, AudioDeviceError)):
         return str(error) or type(error).__name__

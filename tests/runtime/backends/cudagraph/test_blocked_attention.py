@@ -58,7 +58,7 @@ def test_short_inputs_and_cached_calls_take_the_plain_path_cpu(monkeypatch):
 def test_the_v2_encoder_with_query_blocks_gives_the_same_output_cpu():
     """The tiny v2 flow encoder, every attention blocked from 16 queries on: the same encoder output."""
     from cosydesk.model import load
-    from tests.conftest import fixture_dir
+    from tests.support.paths import fixture_dir
 
     encoder = load(fixture_dir("v2") / "model").flow.encoder
     blocked = copy.deepcopy(encoder)

@@ -13,7 +13,8 @@ import torch
 
 from cosydesk.model import load
 from cosydesk.model.hift_stream import CausalHiFTStream
-from tests.conftest import cuda, fixture_dir
+from tests.conftest import cuda
+from tests.support.paths import fixture_dir
 
 BUCKETS = [16, 32, 48, 64, 96, 128]
 

@@ -12,7 +12,7 @@ import torch
 
 from cosydesk.model import load
 from cosydesk.runtime.backends.cudagraph.dit_prepared import PreparedDiT, use_prepared_dit
-from tests.conftest import fixture_dir
+from tests.support.paths import fixture_dir
 
 
 @functools.lru_cache(maxsize=None)
