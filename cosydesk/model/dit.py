@@ -159,7 +159,12 @@ class AdaLayerNormZeroFinal(nn.Module):
         self.linear = nn.Linear(dim, 2 * dim)
 
     def forward(self, h: torch.Tensor, temb: torch.Tensor) -> torch.Tensor:
-        scale, shift = self.linear(F.silu(temb)).chunk(2, dim=-1)
+        return self.apply_modulation(h, self.linear(F.silu(temb)))
+
+    @staticmethod
+    def apply_modulation(h: torch.Tensor, modulation: torch.Tensor) -> torch.Tensor:
+        """LN(h) modulated by ``modulation`` [B, 2*dim], the linear's output (scale, shift)."""
+        scale, shift = modulation.chunk(2, dim=-1)
         return _modulate(h, shift, scale)
 
 
@@ -225,7 +230,18 @@ class DiTBlock(nn.Module):
         query_valid: torch.Tensor,
         rope: tuple[torch.Tensor, torch.Tensor],
     ) -> torch.Tensor:
-        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.attn_norm(temb)
+        return self.modulated(h, self.attn_norm(temb), allowed, query_valid, rope)
+
+    def modulated(
+        self,
+        h: torch.Tensor,
+        modulations: tuple[torch.Tensor, ...],
+        allowed: torch.Tensor,
+        query_valid: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+    ) -> torch.Tensor:
+        """The block given its six modulations ([B, dim] each, ``attn_norm``'s chunks) instead of the time embedding."""
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = modulations
         attended = self.attn(_modulate(h, shift_msa, scale_msa), allowed, query_valid, rope)
         h = h + gate_msa[:, None, :] * attended
         fed = self.ff(_modulate(h, shift_mlp, scale_mlp))

@@ -43,18 +43,25 @@ def guided_increment(sampler, x, mask2, mu2, t2, spks2, cond2, dt, streaming: bo
     return dt * ((1.0 + cfg) * both[:1] - cfg * both[1:])
 
 
-def solve_cfm(sampler, z, mask, mu, spks, cond, streaming: bool, grid: torch.Tensor) -> torch.Tensor:
-    """Euler + CFG like FlowMatchingSampler, with the state and the guidance combine in float32 -> [1,80,T] f32."""
+def solve_cfm(sampler, z, mask, mu, spks, cond, streaming: bool, grid: torch.Tensor,
+              time_table: torch.Tensor | None = None) -> torch.Tensor:
+    """Euler + CFG like FlowMatchingSampler, with the state and the guidance combine in float32 -> [1,80,T] f32.
+    ``time_table``: a prepared estimator's time projections per step (its mask is then prepared here too)."""
     zeros = torch.zeros_like(mu)
     mask_in = torch.cat([mask, mask], dim=0)
     mu_in = torch.cat([mu, zeros], dim=0)
     spks_in = torch.cat([spks, torch.zeros_like(spks)], dim=0)
     cond_in = torch.cat([cond, zeros], dim=0)
+    prepared = {}
+    if time_table is not None:
+        prepared["allowed"] = sampler.estimator.attention_mask(mask_in, streaming)
     x = z.float()
     for step in range(sampler.n_steps):
         t_in = grid[step].reshape(1).expand(2).to(mu.dtype)
+        if time_table is not None:
+            prepared["times"] = time_table[step]
         x = x + guided_increment(sampler, x, mask_in, mu_in, t_in, spks_in, cond_in, grid[step + 1] - grid[step],
-                                 streaming)
+                                 streaming, **prepared)
     return x
 
 
@@ -96,6 +103,10 @@ class GraphedSampler(TableViews, nn.Module):
                 steps = [self.grid[s].expand(2).to(self.dtype) for s in range(sampler.n_steps)]
                 self.time_table = torch.stack([sampler.estimator.time_projections(t) for t in steps])
             self.times = torch.zeros_like(self.time_table[0])
+            # the DiT's time-only weights (0.28 GB at full size) are not needed once their outputs are in the table
+            release = getattr(sampler.estimator, "release_time_weights", None)
+            if release is not None:
+                release()
             for b in self.buckets:
                 self.bufs[b]["allowed"] = torch.ones(2, b, b, dtype=torch.bool, device=self.device)
 
@@ -146,8 +157,8 @@ class GraphedSampler(TableViews, nn.Module):
         frames = z.shape[2]
         bucket = self.table.pick(frames)
         if bucket is None:  # longer than every bucket: the plain solver
-            return self.table.eager(solve_cfm, self.sampler, z, mask, mu, spks, cond, streaming,
-                                    self.grid).to(mu.dtype)
+            return self.table.eager(solve_cfm, self.sampler, z, mask, mu, spks, cond, streaming, self.grid,
+                                    self.time_table if self.prepared else None).to(mu.dtype)
         # None when not captured (CPU, or a capture error): the same step on the same buffers, eagerly
         graph = self.table.graph((bucket, self._graph_mode(streaming)))
         b = self.bufs[bucket]

@@ -20,6 +20,7 @@ import torch
 
 from cosydesk.model.dit import DiTBlock
 from cosydesk.model.unet import BasicTransformerBlock, ResnetBlock1D
+from cosydesk.runtime.backends.cudagraph.dit_prepared import ModulatedDiTBlock
 from cosydesk.runtime.options import active as active_options
 
 
@@ -85,5 +86,6 @@ def compile_blocks(root: torch.nn.Module, classes: tuple[type[torch.nn.Module], 
     return count
 
 
-# The estimator blocks worth fusing: U-Net (v1/v2) transformer and resnet blocks, DiT (v3) blocks.
-ESTIMATOR_BLOCKS = (BasicTransformerBlock, ResnetBlock1D, DiTBlock)
+# The estimator blocks worth fusing: U-Net (v1/v2) transformer and resnet blocks, DiT (v3) blocks (plain, and
+# called with precomputed modulations by ``dit_prepared``).
+ESTIMATOR_BLOCKS = (BasicTransformerBlock, ResnetBlock1D, DiTBlock, ModulatedDiTBlock)

@@ -1,30 +1,52 @@
 """v3's DiT estimator with its per-step inputs prepared outside the captured step: one CUDA graph per frame bucket
-serves both attention modes.
+serves both attention modes, and the time-only weights leave the GPU.
 
 ``GraphedSampler`` treats an estimator with ``time_projections`` / ``attention_mask`` as *prepared* (v2's row
-estimator is one): the time embedding of each of the 10 solver times is computed once at load (a table), the
-attention mask once per request into a per-bucket buffer, and the captured step reads both. For the DiT that moves
-the timestep MLP and the mask construction out of every step, and since the only difference between a streaming
-(chunk-causal) and a full-attention call is then the mask buffer's content, the step is captured once per bucket
-instead of once per bucket and mode (v3: 60 -> 30 flow graphs; instantiated graphs hold device memory outside
-torch's allocator). Same math as ``DiT.forward``: the same time embedding, the same ``attention_masks``.
+estimator is one). For the DiT, ``time_projections`` is every modulation the time decides: the time MLP, and
+each block's AdaLN linear (6 x dim) and the output's (2 x dim) applied to it. The solver's 10 times are fixed, so
+the sampler computes them once at load (a table of 10 x 2 x 137,216 values at full size, 5.5 MB) and then
+``release_time_weights`` drops those linears: 139 M parameters, 0.28 GB of float16 that every CFM step read
+to recompute the same values (23 matrix-vector products a step). The attention mask (and the rotary table) are
+made once per request into per-bucket buffers, and since the only difference between a streaming (chunk-causal)
+and a full-attention call is then the mask buffer's content, the step is captured once per bucket instead of
+once per bucket and mode (v3: 60 -> 30 flow graphs; instantiated graphs hold device memory outside torch's
+allocator). Same math as ``DiT.forward``: the same time embedding and AdaLN products, the same
+``attention_masks``.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from cosydesk.model.dit import DiT, attention_masks
+from cosydesk.model.dit import AdaLayerNormZeroFinal, DiT, DiTBlock, attention_masks
+
+
+class ModulatedDiTBlock(nn.Module):
+    """A ``DiTBlock`` (held) called with its modulations ([B, 6*dim], ``attn_norm``'s output) instead of the time
+    embedding; a module of its own so that it is compiled like the plain block (``compile.ESTIMATOR_BLOCKS``)."""
+
+    def __init__(self, block: DiTBlock):
+        super().__init__()
+        self.block = block
+
+    def forward(self, h: torch.Tensor, modulation: torch.Tensor, allowed: torch.Tensor, query_valid: torch.Tensor,
+                rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return self.block.modulated(h, modulation.chunk(6, dim=-1), allowed, query_valid, rope)
 
 
 class PreparedDiT(nn.Module):
-    """``DiT`` (held, not copied) taking ``times`` (its time embedding [B, dim]) and ``allowed`` (the attention mask
-    [B, T, T] bool, ``attention_mask``) precomputed; without them it is the plain ``DiT.forward``."""
+    """``DiT`` (held, not copied) taking ``times`` (every time-decided modulation, ``time_projections``) and
+    ``allowed`` (the attention mask [B, T, T] bool, ``attention_mask``) precomputed; without them it is the plain
+    ``DiT.forward`` until ``release_time_weights``."""
 
     def __init__(self, dit: DiT):
         super().__init__()
         self.dit = dit
+        self.released = False
+        self._rope: dict[tuple[int, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
+        self.blocks = nn.ModuleList(ModulatedDiTBlock(block) for block in dit.transformer_blocks)
 
     def __getattr__(self, name: str):
         try:
@@ -32,12 +54,39 @@ class PreparedDiT(nn.Module):
         except AttributeError:
             return getattr(self._modules["dit"], name)
 
+    @property
+    def width(self) -> int:
+        """Values of ``time_projections`` per batch row: 6 x dim per block, then the output's 2 x dim."""
+        return (6 * len(self.dit.transformer_blocks) + 2) * self.dit.dim
+
     def time_projections(self, t: torch.Tensor) -> torch.Tensor:
-        """t [B] -> the time embedding [B, dim] the blocks' modulations are computed from."""
-        return self.dit.embed_time(t, t.shape[0])
+        """t [B] -> [B, width]: each block's AdaLN linear and then the output's, applied to SiLU(time embedding)."""
+        if self.released:
+            raise RuntimeError("the DiT's time weights were released after its modulation table was built")
+        dit = self.dit
+        act = F.silu(dit.embed_time(t, t.shape[0]))
+        parts = [block.attn_norm.linear(act) for block in dit.transformer_blocks]
+        return torch.cat(parts + [dit.norm_out.linear(act)], dim=-1)
+
+    def release_time_weights(self) -> int:
+        """Drop the time MLP and the AdaLN linears (their outputs are in the caller's table); returns the parameters
+        dropped. The DiT then runs only with ``times`` given."""
+        dit = self.dit
+        modules = [dit.time_embed, dit.norm_out.linear] + [block.attn_norm for block in dit.transformer_blocks]
+        dropped = sum(p.numel() for m in modules for p in m.parameters())
+        dit.time_embed = None
+        dit.norm_out.linear = None
+        for block in dit.transformer_blocks:
+            block.attn_norm = None
+        self.released = True
+        return dropped
 
     def attention_mask(self, mask: torch.Tensor, streaming: bool) -> torch.Tensor:
-        """Padding mask [B, 1, T] -> allowed [B, T, T] bool (query, key) as ``DiT.masks`` builds it."""
+        """Padding mask [B, 1, T] -> allowed [B, T, T] bool (query, key) as ``DiT.masks`` builds it. Called before
+        the step is captured or replayed, so it also keeps the rotary table of T frames for the step to read."""
+        frames = mask.shape[-1]
+        if (frames, mask.device) not in self._rope:
+            self._rope[frames, mask.device] = self.dit.rotary_embed(frames, mask.device)
         allowed, _ = attention_masks(mask, self.dit.static_chunk_size if streaming else 0)
         return allowed[:, 0]
 
@@ -46,14 +95,24 @@ class PreparedDiT(nn.Module):
                 allowed: torch.Tensor | None = None) -> torch.Tensor:
         dit = self.dit
         if times is None or allowed is None:
-            return dit(x, mask, mu, t, spks, cond, streaming=streaming)
+            if self.released:
+                raise RuntimeError("the DiT's time weights were released: pass times= and allowed=")
+            return self._plain(x, mask, mu, t, spks, cond, streaming)
         h = dit.embed_input(x, cond, mu, spks)
         full = allowed[:, None]  # [B, 1, T, T]
         query_valid = full[:, 0, -1, :, None]  # the last query row, where DiT reads the output mask
-        rope = dit.rotary_embed(h.shape[1], h.device)
-        for block in dit.transformer_blocks:
-            h = block(h, times, full, query_valid, rope)
-        return dit.proj_out(dit.norm_out(h, times)).transpose(1, 2)
+        frames = h.shape[1]
+        rope = self._rope.get((frames, h.device)) or dit.rotary_embed(frames, h.device)
+        per_block = 6 * dit.dim
+        for i, block in enumerate(self.blocks):
+            h = block(h, times[:, i * per_block:(i + 1) * per_block], full, query_valid, rope)
+        final = AdaLayerNormZeroFinal.apply_modulation(h, times[:, len(dit.transformer_blocks) * per_block:])
+        return dit.proj_out(final).transpose(1, 2)
+
+    def _plain(self, x, mask, mu, t, spks, cond, streaming: bool) -> torch.Tensor:
+        """``DiT.forward`` with the blocks' modulations computed from the time embedding."""
+        return self.forward(x, mask, mu, t, spks, cond, times=self.time_projections(t.reshape(-1).expand(x.shape[0])),
+                            allowed=self.attention_mask(mask, streaming))
 
 
 def use_prepared_dit(sampler) -> bool:

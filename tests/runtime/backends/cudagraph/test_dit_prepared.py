@@ -61,3 +61,31 @@ def test_the_graphed_solver_with_a_prepared_dit_gives_the_plain_solver_cpu():
             ref = reference(z.clone(), mask, mu, spks, cond, streaming=streaming)
             ours = graphed(z.clone(), mask, mu, spks, cond, streaming=streaming)
             torch.testing.assert_close(ours, ref, rtol=0, atol=1e-4)
+
+
+def test_the_time_weights_leave_once_the_table_is_built_and_longer_calls_still_solve_cpu():
+    """The sampler's table holds every time-decided modulation, so the time MLP and the AdaLN linears are dropped
+    (0.28 GB at full size); a call longer than every bucket (the eager solver) reads the same table."""
+    from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
+
+    sampler = copy.deepcopy(_flow().decoder).eval()
+    reference = copy.deepcopy(sampler)
+    use_prepared_dit(sampler)
+    before = sum(p.numel() for p in sampler.estimator.parameters())
+    expected = sum(p.numel() for m in [sampler.estimator.dit.time_embed, sampler.estimator.dit.norm_out.linear]
+                   + [b.attn_norm for b in sampler.estimator.dit.transformer_blocks] for p in m.parameters())
+    graphed = GraphedSampler(sampler, [32], (False, True))
+    assert graphed.time_table.shape == (sampler.n_steps, 2, sampler.estimator.width)
+    assert before - sum(p.numel() for p in sampler.estimator.parameters()) == expected > 0
+    assert all(b.attn_norm is None for b in sampler.estimator.dit.transformer_blocks)
+    g = torch.Generator().manual_seed(3)
+    z, mu, cond = (torch.randn(1, 80, 45, generator=g) for _ in range(3))
+    mask, spks = torch.ones(1, 1, 45), torch.randn(1, 80, generator=g)
+    with torch.inference_mode():
+        for streaming in (True, False):
+            ref = reference(z.clone(), mask, mu, spks, cond, streaming=streaming)
+            ours = graphed(z.clone(), mask, mu, spks, cond, streaming=streaming)  # 45 frames > the 32 bucket
+            torch.testing.assert_close(ours, ref, rtol=0, atol=1e-4)
+        with pytest.raises(RuntimeError, match="released"):
+            sampler.estimator(z.expand(2, -1, -1), mask.expand(2, -1, -1), mu.expand(2, -1, -1),
+                              torch.tensor([0.5, 0.5]), spks.expand(2, -1), cond.expand(2, -1, -1))
