@@ -63,7 +63,7 @@ VARIABLES: tuple[Variable, ...] = (
              "programmatic dependent launch on Hopper or newer (same results; off is for A/B runs)"),
     Variable("COSYDESK_DECODE_AHEAD", "count", "3 (at least 1)", "gpu",
              "decode steps queued before the host reads each chosen token"),
-    Variable("COSYDESK_FIRST_CHUNK_SHARED_STEPS", "count", "8", "gpu",
+    Variable("COSYDESK_FIRST_CHUNK_SHARED_STEPS", "count", "0", "gpu",
              "of the first chunk's 10 CFM steps, how many run beside the resumed LLM (0: the LLM waits for the "
              "whole first chunk)"),
     Variable("COSYDESK_FINAL_HIFT_GRAPHS", "switch", "on", "gpu",

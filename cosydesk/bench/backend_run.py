@@ -109,6 +109,11 @@ def kernel_paths(model) -> dict:
             "encoder_eager_calls": encoder.eager_calls if encoder_graphed else None,
             "llm_decode": decode, "token_select": select, "llm_decode_ahead": llm.ahead if static else None,
             "flow_triton_blocks": blocks,
+            # v3: the DiT's position convs as the Triton kernel, and its blocks under torch.compile (Inductor)
+            "dit_conv_kernels": type(getattr(getattr(getattr(estimator, "dit", None), "input_embed", None),
+                                             "conv_pos_embed", None)).__name__ == "RowPositionConvs",
+            "dit_compiled_blocks": sum(type(m).__name__ == "ModulatedDiTBlock" and getattr(m, "_compiled_call_impl", None)
+                                       is not None for m in estimator.modules()),
             "flow_row_estimator": rows is not None and isinstance(estimator, rows.RowCausalDecoder),
             "flow_encoder_graphs": len(encoder.graphs) if encoder_graphed else 0,
             "hift_final_graphs": len(model.hift.padded) if isinstance(model.hift, GraphedHift) else 0,

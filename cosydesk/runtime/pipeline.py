@@ -228,8 +228,10 @@ def run_sentence(
 
 def first_chunk_shared_steps() -> int:
     """CFM steps of a first chunk that run alongside the resumed LLM (``EngineOptions.first_chunk_shared_steps``,
-    default 8). H200 A/B at 2770449 (docs/bench/h200-v2-shared-steps-ab): 8 steps: first audio P99 40.2 -> 45.0
-    ms, sentence mean 82 -> 74 ms (RTF -10 %); 0 holds the LLM back for the whole chunk."""
+    default 0: the LLM waits for the whole first chunk). H200 A/B at 2770449 (docs/bench/h200-v2-shared-steps-ab): 8
+    steps: first audio P99 40.2 -> 45.0 ms, sentence mean 82 -> 74 ms (RTF -10 %); wave 5 (docs/bench/h200-wave5), 0
+    against 8: v3 first audio P99 56.3 -> 42.9 ms, RTF 0.0268 -> 0.0297; v2 44.3 -> 37.8 ms, RTF 0.0245 -> 0.0271.
+    The app holds the LLM for a request's first sentence only, so the cost in throughput stays there."""
     return active_options().first_chunk_shared_steps
 
 

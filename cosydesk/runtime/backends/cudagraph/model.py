@@ -11,10 +11,11 @@ form per mel bucket (``COSYDESK_FINAL_HIFT_GRAPHS=0`` keeps it eager) and the fl
 bucket (``GraphedEncoder``). v1: HiFT's padded form per mel bucket (``COSYDESK_V1_HIFT_GRAPHS=0`` keeps it
 eager) and the flow encoder per token bucket (``GraphedFullAttentionEncoder``; ``COSYDESK_V1_ENCODER_GRAPHS=0``
 keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v2's encoder attends in
-query blocks past the fine buckets (``blocked_attention.py``). v3: the DiT's time embedding and attention mask are
-prepared outside the captured step (``dit_prepared.py``: one graph per bucket for both modes); the causal HiFT
-stream's windows replay padded graphs per frame bucket (``causal_hift.py``; ``COSYDESK_V3_HIFT_GRAPHS=0`` keeps
-them eager).
+query blocks past the fine buckets (``blocked_attention.py``). v3: the DiT's time modulations (a table; their
+weights released) and attention mask are prepared outside the captured step (``dit_prepared.py``: one graph per
+bucket for both modes), its blocks compiled, its position convs Triton kernels on rows (``dit_conv.py``); the
+causal HiFT stream's windows replay padded graphs per frame bucket (``causal_hift.py``;
+``COSYDESK_V3_HIFT_GRAPHS=0`` keeps them eager).
 """
 
 from __future__ import annotations
@@ -137,11 +138,14 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         use_flow_kernels(sampler.estimator)  # those blocks become a subclass, not in ESTIMATOR_BLOCKS: not compiled
         if active_options().row_estimator:
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
-    compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
-    buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
     from cosydesk.runtime.backends.cudagraph.dit_prepared import use_prepared_dit
 
-    use_prepared_dit(sampler)  # v3: time embedding and attention mask outside the step, one graph per bucket
+    if use_prepared_dit(sampler) and flow_kernels_wanted(model.device):  # v3: modulations and mask outside the step
+        from cosydesk.runtime.backends.cudagraph.dit_conv import use_row_position_convs
+
+        use_row_position_convs(sampler.estimator.dit)  # its position convs as one Triton kernel each, on rows
+    compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
+    buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
     graphed = GraphedSampler(sampler, buckets, modes)
     graphed.capture(pool=flow_pool, progress=progress)

@@ -484,8 +484,8 @@ def _pipeline_sentence(model, seed: int = 0, first_chunk_alone: bool = False) ->
 def test_first_chunk_alone_holds_the_llm_until_the_first_chunk_is_done(tiny_v2_model, monkeypatch, device):
     """The producer asks for the token after the first chunk's only once that chunk is finished - on a GPU,
     finished on the device (its work is asynchronous), not merely launched; the audio is the same either way.
-    ``shared_steps=0`` pins the whole-chunk hold (the default lets the graphed solver release the LLM for the
-    last CFM steps, tested in ``test_release_during_flow_fires_once_the_last_shared_steps_remain_cpu``)."""
+    ``shared_steps=0`` (the default) pins the whole-chunk hold (shared steps let the graphed solver release the LLM
+    for the last CFM steps, tested in ``test_release_during_flow_fires_once_the_last_shared_steps_remain_cpu``)."""
     from cosydesk.runtime import pipeline
     from cosydesk.runtime.schedule import make_schedule
 
