@@ -51,6 +51,8 @@ SKIPPED_FILES = {
     "runtime/backends/cudagraph/blocked_attention.py": "attention table shapes are the code's own buffers: an internal invariant",
     "runtime/backends/cudagraph/compile.py": "compile_blocks' arguments come from the code: an internal invariant",
     "runtime/backends/cudagraph/conv_kernels.py": "kernel shape checks (the code's own buffers): an internal invariant",
+    "runtime/backends/cudagraph/dit_conv.py": "the kernel's load-time self-check: a failure is a RuntimeWarning in the log and the module stays",
+    "runtime/backends/cudagraph/dit_prepared.py": "a released DiT is only ever called with its table by the code: an internal invariant",
     "runtime/backends/cudagraph/decode_kernels.py": "kernel launch parameters are constants of the code: an internal invariant",
     "runtime/backends/cudagraph/encoder.py": "which encoder is graphed is decided by the code: an internal invariant",
     "runtime/backends/cudagraph/flow_kernels.py": "mask shapes are the code's own buffers: an internal invariant",

@@ -53,14 +53,21 @@ def test_the_graphed_solver_with_a_prepared_dit_gives_the_plain_solver_cpu():
     assert use_prepared_dit(sampler) and not use_prepared_dit(sampler)  # wraps the plain DiT only, once
     graphed = GraphedSampler(sampler, [32, 64], (False, True))
     assert graphed.prepared and graphed._graph_mode(False) == graphed._graph_mode(True)
-    g = torch.Generator().manual_seed(2)
-    z, mu, cond = (torch.randn(1, 80, 50, generator=g) for _ in range(3))
-    mask, spks = torch.ones(1, 1, 50), torch.randn(1, 80, generator=g)
+    _solves_like(graphed, reference, frames=50, seed=2)
+
+
+def _solves_like(graphed, reference, frames: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """Both samplers on one request of ``frames`` frames, in both attention modes, give the same mel; returns the
+    request (z, mask, mu, spks, cond)."""
+    g = torch.Generator().manual_seed(seed)
+    z, mu, cond = (torch.randn(1, 80, frames, generator=g) for _ in range(3))
+    mask, spks = torch.ones(1, 1, frames), torch.randn(1, 80, generator=g)
     with torch.inference_mode():
         for streaming in (True, False):
             ref = reference(z.clone(), mask, mu, spks, cond, streaming=streaming)
             ours = graphed(z.clone(), mask, mu, spks, cond, streaming=streaming)
             torch.testing.assert_close(ours, ref, rtol=0, atol=1e-4)
+    return z, mask, mu, spks, cond
 
 
 def test_the_time_weights_leave_once_the_table_is_built_and_longer_calls_still_solve_cpu():
@@ -78,14 +85,8 @@ def test_the_time_weights_leave_once_the_table_is_built_and_longer_calls_still_s
     assert graphed.time_table.shape == (sampler.n_steps, 2, sampler.estimator.width)
     assert before - sum(p.numel() for p in sampler.estimator.parameters()) == expected > 0
     assert all(b.attn_norm is None for b in sampler.estimator.dit.transformer_blocks)
-    g = torch.Generator().manual_seed(3)
-    z, mu, cond = (torch.randn(1, 80, 45, generator=g) for _ in range(3))
-    mask, spks = torch.ones(1, 1, 45), torch.randn(1, 80, generator=g)
+    z, mask, mu, spks, cond = _solves_like(graphed, reference, frames=45, seed=3)  # 45 frames > the 32 bucket
     with torch.inference_mode():
-        for streaming in (True, False):
-            ref = reference(z.clone(), mask, mu, spks, cond, streaming=streaming)
-            ours = graphed(z.clone(), mask, mu, spks, cond, streaming=streaming)  # 45 frames > the 32 bucket
-            torch.testing.assert_close(ours, ref, rtol=0, atol=1e-4)
         with pytest.raises(RuntimeError, match="released"):
             sampler.estimator(z.expand(2, -1, -1), mask.expand(2, -1, -1), mu.expand(2, -1, -1),
                               torch.tensor([0.5, 0.5]), spks.expand(2, -1), cond.expand(2, -1, -1))
