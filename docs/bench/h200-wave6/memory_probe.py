@@ -53,7 +53,16 @@ def analyse(snapshot: dict) -> dict:
                 pool = next((p for lo, hi, p in ranges if lo <= e["addr"] < hi), "gone")
                 allocs.append((e["size"], pool, frames_of(e)))
     allocs.sort(key=lambda a: -a[0])
-    return {"pools": {k: {kk: round(vv, 1) for kk, vv in v.items()} for k, v in pools.items()},
+    free = []  # what the largest reserved-but-free blocks held last (frames of their last allocation)
+    for seg in snapshot["segments"]:
+        for b in seg["blocks"]:
+            if b["state"] == "inactive" and b["size"] >= 1 << 20:
+                free.append({"mb": round(b["size"] / 1e6, 1), "pool": str(seg.get("segment_pool_id")),
+                             "stream": seg.get("stream"), "expandable": seg.get("is_expandable"),
+                             "last_held": frames_of(b)})
+    free.sort(key=lambda f: -f["mb"])
+    return {"free_blocks": free[:40], "free_mb_total": round(sum(f["mb"] for f in free), 1),
+            "pools": {k: {kk: round(vv, 1) for kk, vv in v.items()} for k, v in pools.items()},
             "largest_allocs": [{"mb": round(s / 1e6, 1), "pool": p, "frames": f} for s, p, f in allocs[:40]]}
 
 
@@ -74,7 +83,7 @@ def main() -> int:
     torch.cuda.synchronize()
     marks.append({"after": "weights", "allocated_mb": torch.cuda.memory_allocated() / 1e6,
                   "reserved_mb": torch.cuda.memory_reserved() / 1e6, "nvml_gb": probe.nvml_gb()})
-    torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python", max_entries=400000)
+    torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python", max_entries=400000)
 
     def progress(done, total, what=""):
         marks.append({"after": f"{what} {done}/{total}", "allocated_mb": round(torch.cuda.memory_allocated() / 1e6, 1),
@@ -93,7 +102,15 @@ def main() -> int:
         if after["reserved_mb"] - before["reserved_mb"] > 4:
             growth.append((after["after"], round(after["reserved_mb"] - before["reserved_mb"], 1)))
     result["growth"] = growth
-    print(json.dumps({k: result[k] for k in ("pools", "growth")}, indent=1))
+    stats = torch.cuda.memory_stats()
+    result["stats_mb"] = {k: round(v / 1e6, 1) for k, v in stats.items()
+                          if k.endswith(".all.current") and "bytes" in k}
+    torch.cuda.empty_cache()
+    result["reserved_mb_after_second_empty_cache"] = torch.cuda.memory_reserved() / 1e6
+    print(json.dumps({k: result[k] for k in ("pools", "growth", "stats_mb", "free_mb_total",
+                                             "reserved_mb_after_second_empty_cache")}, indent=1))
+    for f in result["free_blocks"][:25]:
+        print("free", f["mb"], f["pool"], f["stream"], f["expandable"], " | ".join(f["last_held"][:4]))
     print(json.dumps(marks[0]), json.dumps(marks[-1]))
     for a in result["largest_allocs"][:25]:
         print(a["mb"], a["pool"], " | ".join(a["frames"][:4]))
