@@ -296,6 +296,9 @@ def command_module(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cosydesk.runtime.allocator import prefer_expandable_segments
+
+    prefer_expandable_segments()  # before torch starts CUDA in this process (the app, the server, bench, say)
     try:
         parser = build_parser(argv)
     except UserError as err:

@@ -135,8 +135,9 @@ def markdown() -> str:
         "On/off switches accept `1/true/yes/on` and `0/false/no/off`; anything else keeps the default. Counts accept",
         "a whole number, seconds a positive number; anything else keeps the default. Model downloads go through huggingface_hub, which reads",
         "its own variables (`HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME`); torch.compile keeps its kernels in",
-        "`TORCHINDUCTOR_CACHE_DIR` (default `<user cache>/cosydesk/inductor`), and `cosydesk bench` runs with",
-        "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` unless set.",
+        "`TORCHINDUCTOR_CACHE_DIR` (default `<user cache>/cosydesk/inductor`), and CosyDesk (the app, the CLI, the",
+        "server, `cosydesk bench`, `Synthesizer`) runs with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` unless",
+        "`PYTORCH_CUDA_ALLOC_CONF` or `PYTORCH_ALLOC_CONF` is set (the setting the benchmarks measured).",
     ]
     for section, title in SECTIONS.items():
         lines += ["", f"## {title}", "", "| variable | default | what it does |", "|---|---|---|"]

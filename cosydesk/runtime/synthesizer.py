@@ -195,6 +195,9 @@ class Synthesizer:
         sentence_pause_s: float = 0.15,
         options: EngineOptions | None = None,
     ):
+        from cosydesk.runtime.allocator import prefer_expandable_segments
+
+        prefer_expandable_segments()  # before the first CUDA call: the allocator the benchmarks measured
         import torch
 
         from cosydesk.model import load
