@@ -79,22 +79,7 @@ class PreparedDiT(nn.Module):
         for block in dit.transformer_blocks:
             block.attn_norm = None
         self.released = True
-        self._return_freed_memory()
         return dropped
-
-    def _return_freed_memory(self) -> None:
-        """Give the dropped weights' memory back to the driver. Each sat between weights that stay, and such holes
-        stay reserved: torch maps expandable segments in 20 MB units, so a 12.6 MB hole is never unmapped (H200,
-        wave 6: 284 MB reserved and unused after the build). What stays goes to the host and back, so it is
-        allocated again in one run and the old range is freed whole. Call before any graph is captured (graphs
-        hold weight addresses)."""
-        device = next(self.parameters()).device
-        if device.type != "cuda":
-            return
-        torch.cuda.synchronize(device)
-        self.to("cpu")
-        torch.cuda.empty_cache()
-        self.to(device)
 
     def attention_mask(self, mask: torch.Tensor, streaming: bool) -> torch.Tensor:
         """Padding mask [B, 1, T] -> allowed [B, T, T] bool (query, key) as ``DiT.masks`` builds it. Called before
