@@ -35,7 +35,6 @@ from cosydesk.bench.inputs import (CHARS_PER_SECOND, CORPORA, DEFAULT_CORPUS, PR
                                    read_corpus)
 from cosydesk.bench.probes import FlowRecorder, HiftRecorder, MemoryProbe
 from cosydesk.bench.report import git_commit, machine_info, plot, run_bench, series
-from cosydesk.runtime.allocator import prefer_expandable_segments
 
 __all__ = ["CHARS_PER_SECOND", "CORPORA", "DEFAULT_CORPUS", "PROMPT", "SAMPLERS", "TOKENS_PER_SECOND", "FlowRecorder",
            "ForcedSentence", "HiftRecorder", "LLMStats", "LoopOptions", "MemoryProbe", "add_parser", "cmd_bench",
@@ -51,7 +50,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not corpus_path(args.corpus).is_file():
         print(f"cosydesk: error: corpus {args.corpus} does not exist", file=sys.stderr)
         return 2
-    prefer_expandable_segments()  # as the app runs (the CLI's entry has set it already; a library caller may not)
     run_bench(args)
     return 0
 
