@@ -133,7 +133,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     import numpy as np
     import torch
 
-    from cosydesk.runtime.backends import accelerate
+    from cosydesk.runtime.backends import accelerate, place_model
     from cosydesk.runtime.host_copy import PinnedCopier
 
     cuda = device.type == "cuda"
@@ -145,11 +145,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     t_load = time.perf_counter()
     base = dataclasses.replace(master, llm=copy.deepcopy(master.llm), flow=copy.deepcopy(master.flow),
                                hift=copy.deepcopy(master.hift))
-    target = torch.float32 if name in ("eager", "eager-fp32") else torch.float16
-    for module in (base.llm, base.flow, base.hift):
-        keep32 = module is base.hift and master.version == "v3"  # the backend keeps v3's HiFT in float32
-        module.to(device=device, dtype=torch.float32 if keep32 else target)  # cast on the way: no float32 copy on the GPU for fp16 backends
-    base = dataclasses.replace(base, device=device)
+    base = place_model(base, device, name)  # as the app places it: cast on the way, host-side preparation first
     model = accelerate(base, name, progress=lambda done, total, what="": log(f"  [{name}] warm-up {what} {done}/{total}")
                        if done == total or done % 10 == 0 else None)
     del base

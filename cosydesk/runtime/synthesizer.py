@@ -212,7 +212,10 @@ class Synthesizer:
         # every setting, checkpoint, table and tokenizer file checked before anything is allocated
         checked = _checked_folder(self.model_dir)
         progress("Loading model", 0.05)
-        model = load(checked, device=self.device, dtype=torch.float32)
+        from cosydesk.runtime.backends import place_model
+
+        # loaded on the host, then each network cast on its way to the device (no float32 copy on the GPU)
+        model = place_model(load(checked, device="cpu", dtype=torch.float32), self.device, self.backend)
         if self.backend != "eager-fp32":
             from cosydesk.runtime.backends import accelerate
 

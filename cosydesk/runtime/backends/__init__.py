@@ -67,6 +67,29 @@ def _with_graph_llm(model, progress: Progress = None):
     return dataclasses.replace(model, llm=llm)
 
 
+def place_model(model, device, backend: str):
+    """``model`` (loaded on the host) moved to ``device`` in the dtypes ``backend`` runs it in, each network cast on
+    the way: no float32 copy is made on the GPU first (loading float32 onto the GPU and casting there needs the
+    float32 model's memory for a moment and leaves the freed float32 blocks split around the float16 weights).
+    For ``cudagraph`` the work whose GPU copies would only be freed again is done on the host first
+    (``cudagraph.model.prepare_on_host``). Returns the model with ``device`` set; ``accelerate`` does the rest."""
+    import dataclasses
+
+    import torch
+
+    device = torch.device(device)
+    name = {"eager": "eager-fp32"}.get(backend, backend)
+    half = name != "eager-fp32" and device.type == "cuda"
+    if name == "cudagraph":
+        from cosydesk.runtime.backends.cudagraph.model import prepare_on_host
+
+        prepare_on_host(model, torch.float16 if half else torch.float32)
+    for module in (model.llm, model.flow, model.hift):
+        keep32 = not half or (module is model.hift and model.version == "v3")  # as cast_model keeps v3's HiFT
+        module.to(device=device, dtype=torch.float32 if keep32 else torch.float16)
+    return dataclasses.replace(model, device=device)
+
+
 def accelerate(model, backend: str, progress: Progress = None, engines_dir=None):
     """Return a model-like object running ``backend``; see the module docstring.
 

@@ -99,13 +99,17 @@ class GraphedSampler(TableViews, nn.Module):
         # (the table) and once per request, not in every captured step (~24 small kernels per step).
         self.prepared = isinstance(sampler.estimator, PreparedEstimator)
         if self.prepared:
-            with torch.inference_mode():
-                steps = [self.grid[s].expand(2).to(self.dtype) for s in range(sampler.n_steps)]
-                self.time_table = torch.stack([sampler.estimator.time_projections(t) for t in steps])
+            host_table = getattr(sampler.estimator, "host_time_table", None)  # built before the GPU (v3's DiT)
+            if host_table is not None:
+                self.time_table = host_table.to(device=self.device, dtype=self.dtype)
+            else:
+                with torch.inference_mode():
+                    steps = [self.grid[s].expand(2).to(self.dtype) for s in range(sampler.n_steps)]
+                    self.time_table = torch.stack([sampler.estimator.time_projections(t) for t in steps])
             self.times = torch.zeros_like(self.time_table[0])
             # the DiT's time-only weights (0.28 GB at full size) are not needed once their outputs are in the table
             release = getattr(sampler.estimator, "release_time_weights", None)
-            if release is not None:
+            if release is not None and not getattr(sampler.estimator, "released", False):
                 release()
             for b in self.buckets:
                 self.bufs[b]["allowed"] = torch.ones(2, b, b, dtype=torch.bool, device=self.device)

@@ -99,6 +99,15 @@ def static_llm(model, max_len: int | None = None, pool=None, progress=None):
     return StaticTransformerLM(model.llm, **kwargs)
 
 
+def prepare_on_host(model, dtype: torch.dtype) -> None:
+    """What ``build_graph_model`` would otherwise compute on the GPU and then free, done while ``model`` is still on
+    the host (``place_model`` calls it before the move): v3's DiT modulation table, so its time weights never reach
+    the GPU (``dit_prepared.prepare_dit_on_host``). ``dtype``: the one the flow will run in."""
+    from cosydesk.runtime.backends.cudagraph.dit_prepared import prepare_dit_on_host
+
+    prepare_dit_on_host(model.flow.decoder, dtype)
+
+
 def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow_max_frames: int | None = None,
                       flow_long_max_frames: int | None = None):
     """``model`` already float16 on CUDA; returns the dataclass copy with graph-backed llm / flow.decoder.
@@ -138,9 +147,10 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         use_flow_kernels(sampler.estimator)  # those blocks become a subclass, not in ESTIMATOR_BLOCKS: not compiled
         if active_options().row_estimator:
             use_row_estimator(sampler.estimator)  # v2: no transposes, each resnet two conv kernels
-    from cosydesk.runtime.backends.cudagraph.dit_prepared import use_prepared_dit
+    from cosydesk.runtime.backends.cudagraph.dit_prepared import PreparedDiT, use_prepared_dit
 
-    if use_prepared_dit(sampler) and flow_kernels_wanted(model.device):  # v3: modulations and mask outside the step
+    use_prepared_dit(sampler)  # v3: modulations and mask outside the step (already, when placed by prepare_on_host)
+    if isinstance(sampler.estimator, PreparedDiT) and flow_kernels_wanted(model.device):
         from cosydesk.runtime.backends.cudagraph.dit_conv import use_row_position_convs
 
         use_row_position_convs(sampler.estimator.dit)  # its position convs as one Triton kernel each, on rows
