@@ -33,6 +33,9 @@ import torch.nn.functional as F
 FIXED_NOISE_SAMPLES = 300 * 24000
 # Host-side growth step of the lazily drawn v3 noise prefix (30 s at 24 kHz, 26 MB of float32).
 _NOISE_GROWTH_SAMPLES = 30 * 24000
+# Growth step of a device's copy of that prefix (5 s, 4.3 MB): a short sentence keeps 4 MB on the GPU, not 26 MB
+# (which, on the H200, needed a new 21 MB mapping during the first request); growing sends only the new part.
+_DEVICE_GROWTH_SAMPLES = 5 * 24000
 
 
 @dataclass(frozen=True)
@@ -230,8 +233,15 @@ class FixedSourceNoise:
         device = torch.device(device)
         self._grow_host(num_samples)
         cached = self._on_device.get(device)
-        if cached is None or cached[1].shape[1] < num_samples:
-            self._on_device[device] = (self._rand_ini.to(device), self._host.to(device))
+        if cached is not None and cached[1].shape[1] >= num_samples:
+            return
+        target = min(self._host.shape[1], -(-num_samples // _DEVICE_GROWTH_SAMPLES) * _DEVICE_GROWTH_SAMPLES)
+        if cached is None:
+            self._on_device[device] = (self._rand_ini.to(device), self._host[:, :target].to(device))
+            return
+        rand_ini, noise = cached
+        more = self._host[:, noise.shape[1]:target].to(device)
+        self._on_device[device] = (rand_ini, torch.cat([noise, more], dim=1))
 
     def get(self, num_samples: int, device: torch.device, start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """(rand_ini [1, H], sine_waves[:, start:start + num_samples] [1, num_samples, H]) on ``device``, float32.

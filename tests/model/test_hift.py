@@ -20,6 +20,7 @@ from cosydesk.model.checkpoint import CheckpointError, load_strict, read_state_d
 from cosydesk.model.config import read_yaml
 from cosydesk.model.hift import CausalHiFTGenerator, HiFTGenerator, NsfDraws, build_hift, overlap_add_istft
 from cosydesk.model.hift_source import FixedSourceNoise, regenerate_v3_noise
+from tests.conftest import cuda
 from tests.conftest import assert_close
 from tests.support.paths import fixture_dir
 
@@ -251,6 +252,26 @@ def test_v3_lazy_noise_grows_consistently(golden_v3):
     assert torch.equal(grown[:, 790_000:800_000], regenerate_v3_noise(32, 800_000)["sine_waves"][:, 790_000:])
     with pytest.raises(ValueError):
         noise.get(300 * 24000 + 1, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_v3_noise_on_a_device_grows_in_five_second_steps_with_the_host_values(device):
+    """A device keeps only the prefix its windows reached, rounded up to 5 s (a short sentence: 4.3 MB, not the
+    host's 30-s step of 26 MB); growing appends the next part and keeps the values of the lazily drawn prefix."""
+    from cosydesk.model.hift_source import _DEVICE_GROWTH_SAMPLES
+
+    device = torch.device(device)
+    noise = FixedSourceNoise(cond_channels=32)
+    reference = regenerate_v3_noise(32, 3 * _DEVICE_GROWTH_SAMPLES)["sine_waves"]
+    _, first = noise.get(1000, device)
+    assert noise._on_device[device][1].shape[1] == _DEVICE_GROWTH_SAMPLES
+    assert torch.equal(first.cpu(), reference[:, :1000])
+    _, window = noise.get(40_000, device, start=_DEVICE_GROWTH_SAMPLES - 10_000)  # crosses into the next 5 s
+    assert noise._on_device[device][1].shape[1] == 2 * _DEVICE_GROWTH_SAMPLES
+    assert torch.equal(window.cpu(), reference[:, _DEVICE_GROWTH_SAMPLES - 10_000:_DEVICE_GROWTH_SAMPLES + 30_000])
+    assert torch.equal(noise._on_device[device][1].cpu(), reference[:, :2 * _DEVICE_GROWTH_SAMPLES])
+    noise.get(500, device)  # an earlier window: nothing moves
+    assert noise._on_device[device][1].shape[1] == 2 * _DEVICE_GROWTH_SAMPLES
 
 
 # ------------------------------------------------------------------------------------------------ shared

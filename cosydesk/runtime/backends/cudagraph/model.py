@@ -36,7 +36,8 @@ from cosydesk.runtime.backends.cudagraph.cfm import GraphedSampler
 from cosydesk.runtime.backends.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks, compile_enabled
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.backends.cudagraph.encoder import GraphedEncoder, GraphedFullAttentionEncoder
-from cosydesk.runtime.backends.cudagraph.fuse import convs_as_gemm, fuse_estimator_attention, mask_group_norms
+from cosydesk.runtime.backends.cudagraph.fuse import (convs_as_gemm, fuse_estimator_attention, mask_group_norms,
+                                                     speaker_projection_without_cublas)
 from cosydesk.runtime.backends.cudagraph.hift import (GraphedHift, final_hift_graphs_wanted, final_hift_shapes,
                                             streaming_hift_shapes, v1_hift_graphs_wanted, v1_hift_shapes)
 from cosydesk.runtime.backends.cudagraph.qwen import StaticQwenLM
@@ -136,6 +137,7 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         tokens = math.ceil(max_frames * flow.input_frame_rate * flow.hop / flow.sample_rate)
         flow.encoder = GraphedFullAttentionEncoder(flow.encoder, step_buckets(tokens, ENCODER_BUCKET_STEP))
         flow.encoder.capture(pool=flow_pool, progress=progress)
+    speaker_projection_without_cublas(flow)  # the request's one eager product: no cuBLAS workspace per stream
     sampler = flow.decoder
     fuse_estimator_attention(sampler.estimator)
     mask_group_norms(sampler.estimator)  # v1: padding to a bucket must not move GroupNorm statistics

@@ -603,6 +603,44 @@ def test_pipeline_sentences_reserve_nothing_new_on_the_graph_backend(tiny_v2_mod
     assert torch.cuda.memory_stats()["reserved_bytes.all.current"] == reserved
 
 
+@pytest.mark.gpu
+@cuda
+def test_a_request_on_a_stream_of_its_own_makes_cublas_allocate_no_workspace(tiny_v2_model):
+    """The request path runs no cuBLAS product outside the graphs: a sentence on a stream the build never used
+    reserves less than the 32 MiB workspace cuBLAS allocates for each new stream (the speaker projection did,
+    H200 wave 7: a 42 MB mapping in the bench's first sentence)."""
+    model = _graph_model(tiny_v2_model)
+    _pipeline_sentence(model)
+    torch.cuda.synchronize()
+    reserved = torch.cuda.memory_stats()["reserved_bytes.all.current"]
+    with torch.cuda.stream(torch.cuda.Stream()):
+        chunks = _pipeline_sentence(model, seed=1)
+    torch.cuda.synchronize()
+    assert all(np.isfinite(c).all() for c in chunks)
+    assert torch.cuda.memory_stats()["reserved_bytes.all.current"] - reserved < 32 << 20
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+def test_the_speaker_projection_without_cublas_is_the_linear_cpu(version):
+    import copy
+
+    from cosydesk.model import load
+    from cosydesk.model.flow_common import project_speaker
+    from cosydesk.runtime.backends.cudagraph.fuse import ReducedLinear, speaker_projection_without_cublas
+    from tests.support.paths import fixture_dir
+
+    flow = load(fixture_dir(version) / "model").flow
+    reference = copy.deepcopy(flow.spk_embed_affine_layer)
+    assert speaker_projection_without_cublas(flow) and not speaker_projection_without_cublas(flow)
+    assert type(flow.spk_embed_affine_layer) is ReducedLinear
+    embedding = torch.randn(1, 192, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        torch.testing.assert_close(project_speaker(flow.spk_embed_affine_layer, embedding),
+                                   project_speaker(reference, embedding), rtol=1e-5, atol=1e-6)
+        half = copy.deepcopy(flow.spk_embed_affine_layer).half()
+        assert half(embedding.half()).dtype == torch.float16
+
+
 def test_convs_as_gemm_match_the_convolutions_cpu(tiny_v2_model):
     """GemmConv1d equals the convolution it replaces (symmetric and causal padding), and the whole v2 estimator's
     velocity is unchanged once all of its stride-1 convs are rewritten (none is left behind)."""
