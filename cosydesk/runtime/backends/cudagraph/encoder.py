@@ -33,9 +33,14 @@ from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableVie
 class GraphedEncoder(TableViews, nn.Module):
     """Drop-in for ``UpsampleConformerEncoder`` (batch 1) with captured buckets; ``capture()`` on CUDA only."""
 
-    def __init__(self, encoder, buckets: list[int], streaming_modes: tuple[bool, ...] = (False, True)):
+    def __init__(self, encoder, buckets: list[int], streaming_modes: tuple[bool, ...] = (False, True),
+                 projection: nn.Module | None = None):
+        """``projection``: a module applied to the encoder's output inside the graphs (the flow's ``encoder_proj``,
+        which the caller then replaces by an identity): eagerly it was the request's one cuBLAS product outside a
+        graph, and cuBLAS allocates a 32 MiB workspace for every new stream it runs on."""
         super().__init__()
         self.encoder = encoder
+        self.projection = projection
         self.streaming_modes = streaming_modes
         param = next(encoder.parameters())
         self.device, self.dtype = param.device, param.dtype
@@ -73,6 +78,8 @@ class GraphedEncoder(TableViews, nn.Module):
             xs = layer(xs, mask, positions)
         if enc.normalize_before:
             xs = enc.after_norm(xs)
+        if self.projection is not None:
+            xs = self.projection(xs)
         self.outputs[(bucket, streaming)] = xs
         return xs
 
@@ -93,7 +100,8 @@ class GraphedEncoder(TableViews, nn.Module):
         extra = 0 if context is None else context.shape[1]
         bucket = self.table.pick(tokens + extra)
         if xs.shape[0] != 1 or bucket is None or extra > self.encoder.pre_lookahead_len:
-            return self.table.eager(self.encoder, xs, xs_lens, context=context, streaming=streaming)
+            out, mask = self.table.eager(self.encoder, xs, xs_lens, context=context, streaming=streaming)
+            return (out if self.projection is None else self.projection(out)), mask
         b = self.bufs[bucket]
         b["x"][:, :tokens].copy_(xs)
         if extra:

@@ -125,8 +125,11 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
     encoder = getattr(flow, "encoder", None)
     if type(encoder) is UpsampleConformerEncoder:
         tokens, long_tokens = max_frames // flow.encoder.up_stride, long_frames // flow.encoder.up_stride
+        # the projection to mel width inside the graphs: no cuBLAS product is left outside them on a request
         flow.encoder = GraphedEncoder(flow.encoder, tiered_buckets(tokens, ENCODER_BUCKET_STEP, long_tokens,
-                                                                   ENCODER_LONG_BUCKET_STEP))
+                                                                   ENCODER_LONG_BUCKET_STEP),
+                                      projection=flow.encoder_proj)
+        flow.encoder_proj = torch.nn.Identity()
         # past the fine buckets, attention in query blocks: the long buckets' scores no longer set the pool's size
         from cosydesk.runtime.backends.cudagraph.blocked_attention import use_query_blocks
 

@@ -346,7 +346,13 @@ def test_graphed_encoder_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming
 
     flow = tiny_v2_model.flow
     encoder = flow.encoder
-    graphed = GraphedEncoder(encoder, [16, 48])
+    for projection in (None, flow.encoder_proj):  # the flow's projection inside the body too (as the backend builds it)
+        _encoder_matches(flow, GraphedEncoder(encoder, [16, 48], projection=projection), projection, streaming,
+                         finalize)
+
+
+def _encoder_matches(flow, graphed, projection, streaming: bool, finalize: bool) -> None:
+    encoder = graphed.encoder
     g = torch.Generator().manual_seed(1)
     for total in (11, 30, 60):  # bucket 16 with 2-5 padded rows, bucket 48, longer than every bucket
         ids = torch.randint(0, 6561, (1, total), generator=g)
@@ -357,6 +363,7 @@ def test_graphed_encoder_padding_keeps_valid_frames_cpu(tiny_v2_model, streaming
         lengths = torch.tensor([tokens.shape[1]], dtype=torch.int32)
         with torch.inference_mode():
             ref, _ = encoder(tokens, lengths, context=context, streaming=streaming)
+            ref = ref if projection is None else projection(ref)
             ours, mask = graphed(tokens, lengths, context=context, streaming=streaming)
         assert ours.shape == ref.shape and mask.shape == (1, 1, ref.shape[1])
         torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-5)
