@@ -10,10 +10,11 @@
   request to a graph bucket would change the statistics and every valid frame (measured: 5 % mel error on the
   H200 before this). The rewrite takes the statistics over valid frames only: identical for an unpadded input,
   and padding-invariant, so v1 can use the same bucketed graphs as v2/v3.
-- ``speaker_projection_without_cublas``: the flow's one product that runs outside a graph on every request (the
-  speaker embedding's projection, [1, 192] x [192, 80]) as a float32 multiply-and-sum. As a cuBLAS call it made
-  cuBLAS allocate its 32 MiB workspace for each new stream a request ran on (the H200 bench: a 42 MB mapping
-  during the first sentence, on v2 and v3).
+- ``speaker_projection_without_cublas``: a product that ran outside the graphs on every request (the speaker
+  embedding's projection, [1, 192] x [192, 80]) as a float32 multiply-and-sum. As a cuBLAS call it made cuBLAS
+  allocate its 32 MiB workspace for each new stream a request ran on (the H200 bench: a 42 MB mapping during the
+  first sentence, on v2 and v3). The other one, v2's encoder projection, runs inside the encoder graphs
+  (``GraphedEncoder(projection=...)``).
 """
 
 from __future__ import annotations
