@@ -8,9 +8,9 @@ the sampler computes them once at load (a table of 10 x 2 x 137,216 values at fu
 ``release_time_weights`` drops those linears: 139 M parameters, 0.28 GB of float16 that every CFM step read
 to recompute the same values (23 matrix-vector products a step). When the model is placed for this backend
 (``place_model``), ``prepare_dit_on_host`` does all of this on the host, so those weights never reach the GPU.
-The attention mask (and the rotary table) are made once per request into per-bucket buffers, and since the only difference between a streaming (chunk-causal)
-and a full-attention call is then the mask buffer's content, the step is captured once per bucket instead of
-once per bucket and mode (v3: 60 -> 30 flow graphs; instantiated graphs hold device memory outside torch's
+The attention mask (and the rotary table) are made once per request into per-bucket buffers, and since the only
+difference between a streaming (chunk-causal) and a full-attention call is then the mask buffer's content, the
+step is captured once per bucket instead of once per bucket and mode (v3: 60 -> 30 flow graphs; instantiated graphs hold device memory outside torch's
 allocator). Same math as ``DiT.forward``: the same time embedding and AdaLN products, the same
 ``attention_masks``.
 """
