@@ -10,9 +10,9 @@ to recompute the same values (23 matrix-vector products a step). When the model 
 (``place_model``), ``prepare_dit_on_host`` does all of this on the host, so those weights never reach the GPU.
 The attention mask (and the rotary table) are made once per request into per-bucket buffers, and since the only
 difference between a streaming (chunk-causal) and a full-attention call is then the mask buffer's content, the
-step is captured once per bucket instead of once per bucket and mode (v3: 60 -> 30 flow graphs; instantiated graphs hold device memory outside torch's
-allocator). Same math as ``DiT.forward``: the same time embedding and AdaLN products, the same
-``attention_masks``.
+step is captured once per bucket instead of once per bucket and mode (v3: 60 -> 30 flow graphs; instantiated
+graphs hold device memory outside torch's allocator). Same math as ``DiT.forward``: the same time embedding and
+AdaLN products, the same ``attention_masks``.
 """
 
 from __future__ import annotations
