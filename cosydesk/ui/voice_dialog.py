@@ -55,7 +55,7 @@ class VoiceProfileDialog(FileDrops, QDialog):
         self.problems_label = QLabel(self)
         self.problems_label.setObjectName("voiceProblemsLabel")
         self.problems_label.setWordWrap(True)
-        self.problems_label.setStyleSheet("color: #b3261e;")
+        self.problems_label.setProperty("message", "error")  # the theme's error colour (light and dark)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)

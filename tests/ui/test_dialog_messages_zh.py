@@ -113,3 +113,32 @@ def test_a_number_after_ying_wei_keeps_its_space():
 
     message = f"/m/cosyvoice2.yaml: flow.output_size is 96: it must be {MEL_BINS} (CosyVoice works on {MEL_BINS}-bin mels)"
     assert translate_message(message, "zh_CN").endswith("flow.output_size 为 96：应为 80（CosyVoice 使用 80 维梅尔频谱）")
+
+
+@pytest.mark.parametrize("choice", ["light", "dark"])
+def test_the_problems_read_in_the_themes_error_colour(qtbot, tmp_path, choice):
+    """The problems label takes its colour from the theme (it had a fixed dark red, hard to read on the dark
+    theme), and no dialog or window part keeps a colour of its own in a style sheet."""
+    from pathlib import Path
+
+    from PySide6.QtGui import QColor
+
+    from cosydesk.ui import theme
+
+    applied = theme.apply_theme(choice)
+    try:
+        dialog = VoiceProfileDialog(VoiceProfileStore(tmp_path / "voices"))
+        qtbot.addWidget(dialog)
+        fake = tmp_path / "text.wav"
+        fake.write_text("this is not audio")
+        assert not dialog.load_file(fake)
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        label = dialog.problems_label
+        label.ensurePolished()
+        assert label.palette().color(label.foregroundRole()) == QColor(applied.error)
+    finally:
+        theme.apply_theme("light")
+    ui = Path(__file__).resolve().parents[2] / "cosydesk" / "ui"
+    fixed = [p.name for p in ui.rglob("*.py") if re.search(r'setStyleSheet\(\s*f?"[^"]*color:\s*#', p.read_text())]
+    assert fixed == []
