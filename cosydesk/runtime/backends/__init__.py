@@ -77,16 +77,18 @@ def place_model(model, device, backend: str):
 
     import torch
 
+    from cosydesk.runtime.backends.eager import hift_dtype
+
     device = torch.device(device)
     name = {"eager": "eager-fp32"}.get(backend, backend)
-    half = name != "eager-fp32" and device.type == "cuda"
+    dtype = torch.float16 if name != "eager-fp32" and device.type == "cuda" else torch.float32
     if name == "cudagraph":
         from cosydesk.runtime.backends.cudagraph.model import prepare_on_host
 
-        prepare_on_host(model, torch.float16 if half else torch.float32)
-    for module in (model.llm, model.flow, model.hift):
-        keep32 = not half or (module is model.hift and model.version == "v3")  # as cast_model keeps v3's HiFT
-        module.to(device=device, dtype=torch.float32 if keep32 else torch.float16)
+        prepare_on_host(model, dtype)
+    model.llm.to(device=device, dtype=dtype)
+    model.flow.to(device=device, dtype=dtype)
+    model.hift.to(device=device, dtype=hift_dtype(model.version, dtype))  # the dtype cast_model then keeps
     return dataclasses.replace(model, device=device)
 
 

@@ -31,12 +31,17 @@ class HalfHift:
         return self.hift.inference(mel.to(self.dtype), *args, **kwargs).float()
 
 
+def hift_dtype(version: str, dtype: torch.dtype) -> torch.dtype:
+    """The vocoder's dtype in a model run in ``dtype``: v3's causal HiFT streams with carried float32 phase state
+    (and a float64 f0 predictor), so it stays float32."""
+    return torch.float32 if version == "v3" else dtype
+
+
 def cast_model(model, dtype: torch.dtype):
     """``model`` with its networks in ``dtype`` (in place) and v1/v2's vocoder behind ``HalfHift`` (see above)."""
     model.llm.to(dtype=dtype)
     model.flow.to(dtype=dtype)
-    if model.version == "v3" or dtype == torch.float32:
-        # v3's causal HiFT streams with carried float32 phase state (and a float64 f0 predictor): keep it float32
+    if hift_dtype(model.version, dtype) == torch.float32:
         hift = model.hift.to(dtype=torch.float32)
     else:
         hift = HalfHift(model.hift.to(dtype=dtype), dtype)
