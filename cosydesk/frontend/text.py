@@ -31,6 +31,7 @@ import regex
 _CJK_IDEOGRAPH = re.compile(r"[\u4e00-\u9fff]")
 # Unicode punctuation or symbol classes; `regex` understands \p{..}, `re` does not.
 _ONLY_PUNCT_OR_SYMBOL = regex.compile(r"[\p{P}\p{S}]*")
+_PRONOUNCEABLE = regex.compile(r"[^\p{P}\p{S}\s]")
 _ASCII_DIGIT_RUN = re.compile(r"[0-9]+")
 _TRAILING_COMMAS = re.compile(r"[，,、]+$")
 
@@ -54,6 +55,12 @@ def is_only_punctuation(text: str) -> bool:
     Whitespace is neither, so " " is not "only punctuation" (as in the official check).
     """
     return _ONLY_PUNCT_OR_SYMBOL.fullmatch(text) is not None
+
+
+def says_nothing(text: str) -> bool:
+    """True when ``text`` holds only punctuation, symbols and blanks (is_only_punctuation with the blanks
+    removed), found by one scan that stops at the first letter: a long text is not copied to be checked."""
+    return _PRONOUNCEABLE.search(text) is None
 
 
 def has_markup(text: str) -> bool:

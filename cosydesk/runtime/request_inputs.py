@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,37 @@ def _pronounceable_char(ch: str) -> bool:
     if ch in "\n\t":
         return True
     return unicodedata.category(ch) not in ("Cc", "Cf", "Cs") and not "\ufe00" <= ch <= "\ufe0f"
+
+
+# Every character _pronounceable_char may refuse, and a few more (unassigned ones, in case the regex module knows a
+# newer Unicode than unicodedata): one C scan of the text, so a 100,000-character text is not walked character by
+# character in Python while the worker holds the GIL (that stalled the desktop app's UI thread ~25-120 ms).
+@functools.cache
+def _maybe_unpronounceable():
+    import regex
+
+    return regex.compile(r"[\p{Cc}\p{Cf}\p{Cs}\p{Cn}\ufe00-\ufe0f]")
+
+
+def unpronounceable_positions(text: str) -> list[int]:
+    """Positions in ``text`` of the characters ``segments`` drops (_pronounceable_char), in order."""
+    return [m.start() for m in _maybe_unpronounceable().finditer(text) if not _pronounceable_char(m.group())]
+
+
+def _without(text: str, dropped: list[int]) -> str:
+    """``text`` less the characters at ``dropped`` (ascending), joined from the runs between them."""
+    starts = [0] + [i + 1 for i in dropped]
+    ends = dropped + [len(text)]
+    return "".join(text[a:b] for a, b in zip(starts, ends))
+
+
+def _kept_positions(length: int, dropped: list[int]) -> Sequence[int]:
+    """The positions of a text of ``length`` characters left after ``dropped`` ones: cleaned index -> original."""
+    if not dropped:
+        return range(length)
+    import numpy as np
+
+    return np.delete(np.arange(length), dropped).tolist()
 
 
 def _all_finite(value: Any) -> bool:
@@ -115,25 +146,26 @@ class RequestFrontend:
         (frontend.sentences) instead of the official packing. Empty and unpronounceable texts raise
         EmptyTextError: the cheap checks at once, "nothing pronounceable after normalisation" when the text turns
         out so."""
-        from cosydesk.frontend.text import is_only_punctuation
+        from cosydesk.frontend.text import says_nothing
 
         if text is None or not text.strip():
             raise EmptyTextError("the text is empty: type something to say")
-        kept = [i for i, ch in enumerate(text) if _pronounceable_char(ch)]
-        cleaned = "".join(text[i] for i in kept)
-        if is_only_punctuation(re.sub(r"\s+", "", cleaned)):
+        dropped = unpronounceable_positions(text)
+        kept = _kept_positions(len(text), dropped)
+        cleaned = _without(text, dropped)
+        if says_nothing(cleaned):
             raise EmptyTextError("the text holds only punctuation, symbols or emoji: there is nothing to pronounce")
         return self._pronounceable_segments(cleaned, kept, per_sentence)
 
-    def _pronounceable_segments(self, cleaned: str, kept: list[int], per_sentence: bool) -> Iterator[Segment]:
+    def _pronounceable_segments(self, cleaned: str, kept: Sequence[int], per_sentence: bool) -> Iterator[Segment]:
         from cosydesk.frontend.segments import iter_segments
         from cosydesk.frontend.sentences import iter_sentence_segments
-        from cosydesk.frontend.text import is_only_punctuation
+        from cosydesk.frontend.text import says_nothing
 
         found = False
         split = iter_sentence_segments if per_sentence else iter_segments
         for segment in split(cleaned, self.version, self.encode):
-            if not segment.text.strip() or is_only_punctuation(re.sub(r"\s+", "", segment.text)):
+            if not segment.text.strip() or says_nothing(segment.text):
                 continue
             found = True
             # spans into the caller's text, not the cleaned copy (control characters were dropped)

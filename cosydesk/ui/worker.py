@@ -13,6 +13,7 @@ supports, stream), so tests can hand it a fake through `synthesizer_factory`.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 import traceback
@@ -36,6 +37,7 @@ WARMUP_TEXT = "Hello."
 # each sentence is then buffered whole before it is played, so pauses fall between sentences, never inside one.
 KEEP_UP_RTF = 0.95
 RTF_SMOOTHING = 0.3  # weight of the newest chunk in the running estimate
+UI_SWITCH_INTERVAL_S = 0.001  # how long a thread may hold the GIL while another waits (sys.setswitchinterval)
 
 
 @dataclass
@@ -349,6 +351,10 @@ class SynthController(QObject):
     def __init__(self, synthesizer_factory=None, player: Player | None = None,
                  recorder: LatencyRecorder | None = None, warmup: bool = True, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        # The UI thread shares the GIL with synthesis's Python glue. At Python's default 5 ms switch interval each
+        # of a repaint's returns from Qt into Python could wait 5 ms for the GIL: a 100,000-character reading
+        # blocked the UI 60-120 ms; at 1 ms, no longer than the UI's own work (tests/ui/test_long_text_ui_gap.py).
+        sys.setswitchinterval(min(sys.getswitchinterval(), UI_SWITCH_INTERVAL_S))
         self.player = player
         self.thread = QThread()
         self.thread.setObjectName("cosydesk-synthesis")

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cosydesk.frontend.text import detect_lang, is_only_punctuation, normalize, split_sentences
+from cosydesk.frontend.text import detect_lang, is_only_punctuation, normalize, says_nothing, split_sentences
 
 
 def test_wetext_loads_offline_and_fast():
@@ -72,6 +72,13 @@ def test_only_punctuation(text):
 @pytest.mark.parametrize("text", [" ", "a.", "。好", "1!"])
 def test_not_only_punctuation(text):
     assert not is_only_punctuation(text)
+
+
+@pytest.mark.parametrize("text", ["", " ", "。 。", "... \n!?", "\u3000，。！\t", "+=$", "a.", " 。好", "1 !", "é", "\u200b"])
+def test_says_nothing_is_only_punctuation_once_blanks_are_gone(text):
+    import re
+
+    assert says_nothing(text) == is_only_punctuation(re.sub(r"\s+", "", text))
 
 
 def _word_encode(text: str) -> list[int]:

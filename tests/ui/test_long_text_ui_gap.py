@@ -141,3 +141,20 @@ def test_a_history_row_previews_the_start_of_a_long_take_not_all_of_it():
     assert line.endswith(" …") and len(line) <= PREVIEW_CHARS + 2 and text.startswith(line[:-2].rstrip())
     assert text_lines("First line\n\n  second   line  \nthird") == ["First line", "second line …"]
     assert text_lines("Short.") == ["Short."]
+
+
+def test_the_synthesis_thread_hands_the_gil_back_to_the_ui_within_a_millisecond(qtbot, tiny_factory):
+    """At Python's default 5 ms switch interval the speak phase above blocked the UI 60-120 ms (each return from Qt
+    into Python waited for the worker's Python glue); the controller shortens it when the worker thread starts."""
+    import sys
+
+    from cosydesk.ui.worker import SynthController
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    try:
+        controller = SynthController(tiny_factory, warmup=False)
+        assert sys.getswitchinterval() <= 0.001
+        assert controller.shutdown()
+    finally:
+        sys.setswitchinterval(before)
