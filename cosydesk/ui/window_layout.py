@@ -9,7 +9,7 @@ What it must not do: connect signals or hold behaviour (main_window.py wires the
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QIcon
+from PySide6.QtGui import QFont, QIcon
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QDoubleSpinBox, QHBoxLayout, QLabel, QPlainTextEdit,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
@@ -50,6 +50,12 @@ class WindowLayout:
         self.text_edit = QPlainTextEdit(central)
         self.text_edit.setObjectName("textEdit")
         self.text_edit.setTabChangesFocus(True)  # Tab moves on to the next control, as everywhere else
+        # Qt shapes Latin text only for kerning and ligatures (cosmetic); scripts that need shaping still get it.
+        # Skipping it lays out a 100,000-character paragraph in ~2/3 of the time (the paste / open / first paint
+        # is one UI-thread block: tests/ui/test_long_text_ui_gap.py).
+        editor_font = self.text_edit.font()
+        editor_font.setStyleStrategy(QFont.StyleStrategy.PreferNoShaping)
+        self.text_edit.setFont(editor_font)
         self.speak_button = QPushButton(central)
         self.speak_button.setObjectName("speakButton")
         self.stop_button = QPushButton(central)
