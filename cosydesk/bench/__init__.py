@@ -11,9 +11,9 @@ the official chunk schedule); the producer runs the LLM's real generation loop w
 app's repetition-aware sampler with ``--sampler ras`` - and reads every chosen id on the host as the stop check
 does, but the forced id is what the LLM consumes and what is pushed (the cudagraph LLM runs its own loop, which
 chooses ids on the device, with the forced ids overriding the choice). ``--first-chunk alone`` (default, as the
-app runs a request's first sentence) holds the LLM while the first chunk runs. On CUDA the producer runs on its
-own stream and token2wav on another; each chunk is copied into a pinned host buffer before it counts as
-"arrived".
+app runs a request's first sentence) holds the LLM while the first chunk runs. On CUDA the streams are the app's:
+the producer on the pipeline's LLM stream, token2wav on the calling thread's current stream (the one the backend
+was built on); each chunk is copied into a pinned host buffer before it counts as "arrived".
 
 Per backend: first-audio latency (submit -> first chunk on the host), full-sentence latency, RTF, sentences/s,
 peak VRAM (torch reserved, NVML process memory), VRAM drift (first vs last 100 sentences), fidelity against

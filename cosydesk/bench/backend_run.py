@@ -149,7 +149,10 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     model = accelerate(base, name, progress=lambda done, total, what="": log(f"  [{name}] warm-up {what} {done}/{total}")
                        if done == total or done % 10 == 0 else None)
     del base
-    streams = (torch.cuda.Stream(), torch.cuda.Stream()) if cuda else (None, None)
+    # The app's streams (None: the pipeline's LLM stream, token2wav on this thread's current one, where the build
+    # ran). Until wave 8 the bench ran each on a stream of its own, which the app never does: each mapped its own
+    # memory (v3: +25 MB NVML for the vocoder's noise and two small blocks).
+    streams = (None, None)
     copier = PinnedCopier(device)
     stats = LLMStats()
     for i in range(min(warmup, len(sentences))):

@@ -243,6 +243,18 @@ class FixedSourceNoise:
         more = self._host[:, noise.shape[1]:target].to(device)
         self._on_device[device] = (rand_ini, torch.cat([noise, more], dim=1))
 
+    @property
+    def limit(self) -> int:
+        """The most samples a request may use: the installed tensor's length, else ``max_samples``."""
+        return self._host.shape[1] if self._fixed else self.max_samples
+
+    def host(self, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(rand_ini [1, H], the host noise [1, >= num_samples, H]), float32 on the CPU, grown as needed: for a
+        caller that copies windows of it to a device itself. The tensor is never written after it is returned
+        (growth builds a new one), so a copy still in flight from it stays valid."""
+        self._grow_host(num_samples)
+        return self._rand_ini, self._host
+
     def get(self, num_samples: int, device: torch.device, start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """(rand_ini [1, H], sine_waves[:, start:start + num_samples] [1, num_samples, H]) on ``device``, float32.
 

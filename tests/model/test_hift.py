@@ -254,6 +254,26 @@ def test_v3_lazy_noise_grows_consistently(golden_v3):
         noise.get(300 * 24000 + 1, torch.device("cpu"))
 
 
+def test_v3_host_noise_is_the_lazily_drawn_prefix_and_never_written_after_it_is_handed_out(golden_v3):
+    """``host`` (what the graphed vocoder pins and copies windows from) gives the same values as ``get``; growth
+    builds a new tensor, so one handed out earlier (a copy may still be reading it) keeps its values."""
+    head = _t(golden_v3["hift_buf_sine_waves_head"])
+    noise = FixedSourceNoise(cond_channels=32)
+    assert noise.limit == 300 * 24000
+    rand_ini, first = noise.host(1000)
+    assert torch.equal(rand_ini, _t(golden_v3["hift_buf_rand_ini"]))
+    assert torch.equal(first[:, :head.shape[1]], head)
+    kept = first.clone()
+    _, grown = noise.host(first.shape[1] + 1)
+    assert grown is not first and grown.shape[1] > first.shape[1] and torch.equal(first, kept)
+    assert torch.equal(grown[:, :first.shape[1]], first)
+    fixed = FixedSourceNoise(cond_channels=32)
+    fixed.replace(rand_ini, head)
+    assert fixed.limit == head.shape[1]
+    with pytest.raises(ValueError, match="fixed noise"):
+        fixed.host(head.shape[1] + 1)
+
+
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
 def test_v3_noise_on_a_device_grows_in_five_second_steps_with_the_host_values(device):
     """A device keeps only the prefix its windows reached, rounded up to 5 s (a short sentence: 4.3 MB, not the

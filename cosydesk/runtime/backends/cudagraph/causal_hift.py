@@ -13,7 +13,8 @@ Why padding is exact here (unlike v2's symmetric vocoder, ``hift_padded``):
   for every stage length);
 - what the eager window takes as Python ints becomes device scalars set before each replay: the first frame whose
   phase increments count (``carried_phase``'s slice becomes a mask: the same zeros, so the same sums), the fixed
-  noise slice at the window's absolute position (copied into the graph's buffer) and the initial phase offset
+  noise slice at the window's absolute position (copied from pinned host memory into the graph's buffer, which
+  every graph shares) and the initial phase offset
   (the official one at sample 0, zeros for a window starting later).
 The vocoder stays float32 (its float64 f0 predictor and carried float64 phase as eager), so the graphs give the
 eager samples up to kernel-choice rounding (tests: <= 1e-4 on the GPU, exact on the CPU).
@@ -30,7 +31,7 @@ import torch
 from cosydesk.model.hift_source import frame_cycles, harmonics_from_phase, merge_harmonics
 from cosydesk.runtime.buckets import copy_padded
 from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
-from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews, shared_prefix_views
 from cosydesk.runtime.backends.cudagraph.hift_padded import ValidFrames, reflect_valid_end
 
 BUCKET_STEP = 32  # frames: the vocoder is launch-bound, so coarse buckets cost little and save graphs
@@ -99,15 +100,22 @@ class GraphedCausalHift(TableViews):
         compile_blocks(hift, (Snake,), self.device)
         self.table = GraphTable("vocoder", self.device, buckets or causal_window_buckets(hift))
         spf, harmonics = hift.samples_per_frame, hift.num_harmonics
+        # One noise buffer for every graph, each reading its bucket's prefix: windows run one at a time and each
+        # copies its own slice in first (one per graph held 50 MB at full size, 18 graphs of up to 5 MB).
+        noise = shared_prefix_views({b: (1, b * spf, harmonics) for b in self.buckets}, self.device, torch.float32)
         for bucket in self.buckets:
             for finalize in (False, True):
                 self.bufs[(bucket, finalize)] = {
                     "mel": torch.zeros(1, 80, bucket, device=self.device, dtype=self.dtype),
                     "valid": ValidFrames(bucket, self.device),
                     "rand_ini": torch.zeros(1, harmonics, device=self.device),
-                    "noise": torch.zeros(1, bucket * spf, harmonics, device=self.device),
+                    "noise": noise[bucket],
                     "phase_in": torch.zeros(1, harmonics, device=self.device, dtype=torch.float64),
                     "valid_from": torch.zeros((), device=self.device, dtype=torch.long)}
+        self._noise_source: torch.Tensor | None = None  # the host noise tensor the pinned copy below was made from
+        self._pinned: tuple[torch.Tensor, torch.Tensor] | None = None
+        # drawn and pinned at load, not during the first request
+        self._host_noise(min(self.buckets[-1] * spf, hift.fixed_noise.limit))
         jobs = [(key, functools.partial(self._body, key)) for key in self.bufs]
         self.table.capture(jobs, pool, progress, capture=capture or capture_graphs)
 
@@ -132,13 +140,14 @@ class GraphedCausalHift(TableViews):
         hift = self.hift
         f0_frames = frames if finalize else frames - hift.f0_predictor.look_ahead
         spf = hift.samples_per_frame
-        rand_ini, noise = hift.fixed_noise.get(f0_frames * spf, self.device, start=first_frame * spf)
+        start = first_frame * spf
+        rand_ini, noise = self._host_noise(start + f0_frames * spf)
         copy_padded(b["mel"], mel)
-        b["noise"][:, :f0_frames * spf].copy_(noise)
+        b["noise"][:, :f0_frames * spf].copy_(noise[:, start:start + f0_frames * spf], non_blocking=True)
         if first_frame > 0:  # the official initial offset sits on absolute sample 0 only
             b["rand_ini"].zero_()
         else:
-            b["rand_ini"].copy_(rand_ini)
+            b["rand_ini"].copy_(rand_ini, non_blocking=True)
         b["phase_in"].copy_(phase_in)
         b["valid_from"].fill_(phase_valid_from)
         b["valid"].frames.fill_(frames)
@@ -146,6 +155,18 @@ class GraphedCausalHift(TableViews):
         samples = (frames if finalize else frames - RIGHT_CONTEXT_FRAMES) * spf
         # copies: the buffers are the next call's
         return b["wave"][:, :samples].clone(), b["phase"][:, :, :f0_frames].clone()
+
+    def _host_noise(self, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The fixed noise's (rand_ini, noise) covering ``samples``, in page-locked host memory on a GPU: a window's
+        slice goes straight into the graph's buffer, so no copy of the noise is kept on the device (it was, in
+        5-s steps, each growth mapping new memory during a request). The pinned copy is redone only when the
+        host noise is regrown or replaced."""
+        rand_ini, host = self.hift.fixed_noise.host(samples)
+        if host is not self._noise_source:
+            pin = self.device.type == "cuda"
+            self._pinned = (rand_ini.pin_memory(), host.pin_memory()) if pin else (rand_ini, host)
+            self._noise_source = host
+        return self._pinned
 
     @property
     def samples_per_frame(self) -> int:

@@ -20,7 +20,7 @@ from torch import nn
 from cosydesk.model.cfm import cosine_time_grid
 from cosydesk.runtime.buckets import copy_padded
 from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
-from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews, shared_prefix_views
 
 
 @runtime_checkable
@@ -87,10 +87,18 @@ class GraphedSampler(TableViews, nn.Module):
         self.grid = cosine_time_grid(sampler.n_steps, device=self.device, dtype=torch.float32)
         self.t = torch.zeros(2, device=self.device, dtype=self.dtype)  # flow time of the step, both CFG rows
         self.dt = torch.zeros((), device=self.device, dtype=torch.float32)
-        mk = lambda *shape: torch.zeros(*shape, device=self.device, dtype=self.dtype)  # noqa: E731
-        self.bufs.update({b: {"x": torch.zeros(1, mel_dim, b, device=self.device, dtype=torch.float32),
-                              "mu": mk(2, mel_dim, b), "cond": mk(2, mel_dim, b), "mask": mk(2, 1, b),
-                              "spks": mk(2, spk_dim)} for b in self.buckets})
+        # Every bucket's inputs are views of one allocation per name (``shared_prefix_views``): a call rewrites
+        # all of them before its steps, including CFG row 1 of mu / cond (zeros), which a larger bucket's row 0
+        # overlaps. Per bucket they held ~50 MB over the 31 full-size buckets, the attention masks most of it.
+        def shared(dims, dtype=self.dtype, fill=0):
+            return shared_prefix_views({b: dims(b) for b in self.buckets}, self.device, dtype, fill)
+
+        x = shared(lambda b: (1, mel_dim, b), torch.float32)
+        mu, cond = shared(lambda b: (2, mel_dim, b)), shared(lambda b: (2, mel_dim, b))
+        mask = shared(lambda b: (2, 1, b))
+        self.bufs.update({b: {"x": x[b], "mu": mu[b], "cond": cond[b], "mask": mask[b],
+                              "spks": torch.zeros(2, spk_dim, device=self.device, dtype=self.dtype)}
+                          for b in self.buckets})
         # called on the host with the step index right after each step is launched (not finished): the
         # pipeline uses it to let the held-back LLM resume during a first chunk's last steps
         self.after_step: Callable[[int], None] | None = None
@@ -111,8 +119,9 @@ class GraphedSampler(TableViews, nn.Module):
             release = getattr(sampler.estimator, "release_time_weights", None)
             if release is not None and not getattr(sampler.estimator, "released", False):
                 release()
+            allowed = shared(lambda b: (2, b, b), torch.bool, True)
             for b in self.buckets:
-                self.bufs[b]["allowed"] = torch.ones(2, b, b, dtype=torch.bool, device=self.device)
+                self.bufs[b]["allowed"] = allowed[b]
 
     @property
     def estimator(self):
@@ -150,7 +159,8 @@ class GraphedSampler(TableViews, nn.Module):
             for bucket in self.buckets:  # realistic values while warming kernels up (and compiling blocks)
                 self.bufs[bucket]["mask"].fill_(1.0)
                 self.bufs[bucket]["x"].normal_()
-                self._set_mask(bucket, True)
+                if self.prepared:  # every key allowed: one bucket's mask is the others' too (shared buffers)
+                    self.bufs[bucket]["allowed"].fill_(True)
             self._set_time(0)
         modes = sorted({self._graph_mode(s) for s in self.streaming_modes})  # prepared: half the graphs
         jobs = [((b, s), functools.partial(self._step, b, s)) for b in self.buckets for s in modes]
@@ -169,6 +179,8 @@ class GraphedSampler(TableViews, nn.Module):
         copy_padded(b["x"], z)
         copy_padded(b["mu"][:1], mu)
         copy_padded(b["cond"][:1], cond)
+        b["mu"][1:].zero_()  # the unconditioned CFG row (a larger bucket's row 0 may have been written here)
+        b["cond"][1:].zero_()
         copy_padded(b["mask"], mask.to(self.dtype).expand(2, -1, -1))
         b["spks"][:1].copy_(spks)
         self._set_mask(bucket, bool(streaming))
@@ -180,4 +192,4 @@ class GraphedSampler(TableViews, nn.Module):
                 self._step(bucket, bool(streaming))
             if self.after_step is not None:
                 self.after_step(step)
-        return b["x"][:, :, :frames].to(self.dtype)
+        return b["x"][:, :, :frames].to(self.dtype, copy=True)  # a copy: the buffer is every bucket's

@@ -27,7 +27,7 @@ from torch import nn
 from cosydesk.model.positional import EspnetRelPositionalEncoding
 from cosydesk.model.transformer import attention_mask, padding_mask
 from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
-from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, TableViews, shared_prefix_views
 
 
 class GraphedEncoder(TableViews, nn.Module):
@@ -51,8 +51,10 @@ class GraphedEncoder(TableViews, nn.Module):
         # one relative-position table for every bucket (both embeds share d_model, so the values are equal), sized
         # for the largest one so it is never regrown; moved to the device by the first (warm-up) call
         self.positions = EspnetRelPositionalEncoding(width, initial_positions=stride * self.buckets[-1])
-        self.bufs.update({b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
-                              "keep": torch.zeros(1, b, 1, device=self.device, dtype=self.dtype),
+        # one allocation per input for every bucket: a call rewrites all of a bucket's x and keep (forward)
+        x = shared_prefix_views({b: (1, b, in_dim) for b in self.buckets}, self.device, self.dtype)
+        keep = shared_prefix_views({b: (1, b, 1) for b in self.buckets}, self.device, self.dtype)
+        self.bufs.update({b: {"x": x[b], "keep": keep[b],
                               "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets})
         self.outputs: dict[tuple[int, bool], torch.Tensor] = {}
 
@@ -138,8 +140,9 @@ class GraphedFullAttentionEncoder(TableViews, nn.Module):
         self.table = GraphTable("encoder", self.device, buckets)  # buffers and graphs per bucket
         in_dim = encoder.embed.out[0].in_features
         self.positions = EspnetRelPositionalEncoding(encoder.output_size(), initial_positions=self.buckets[-1])
-        self.bufs.update({b: {"x": torch.zeros(1, b, in_dim, device=self.device, dtype=self.dtype),
-                              "length": torch.zeros(1, device=self.device, dtype=torch.int32)} for b in self.buckets})
+        x = shared_prefix_views({b: (1, b, in_dim) for b in self.buckets}, self.device, self.dtype)  # rewritten whole
+        self.bufs.update({b: {"x": x[b], "length": torch.zeros(1, device=self.device, dtype=torch.int32)}
+                          for b in self.buckets})
         self.outputs: dict[int, torch.Tensor] = {}
 
     def _body(self, bucket: int) -> torch.Tensor:

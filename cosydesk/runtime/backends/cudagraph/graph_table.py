@@ -6,6 +6,7 @@ reads and writes, and the graph captured from that body. A call picks its key (`
 holds it), copies its inputs into the key's buffers and replays the graph; where no graph exists for the key
 (CPU, a capture error, a length past every bucket) it runs eagerly, and the table counts those eager fallbacks
 (``eager_calls``), which the bench reports. ``buffer_bytes`` is the device memory the static buffers hold.
+Buckets whose inputs are rewritten whole before each replay share one allocation (``shared_prefix_views``).
 
 What this module must not do: know any part's math; it only stores, captures, replays and counts.
 """
@@ -21,6 +22,20 @@ from cosydesk.runtime.buckets import bucket_for
 from cosydesk.runtime.backends.cudagraph.capture import Progress, capture_graphs
 
 Job = tuple[Hashable, Callable[[], Any]]
+
+
+def shared_prefix_views(shapes: dict[Hashable, tuple[int, ...]], device: torch.device, dtype: torch.dtype,
+                        fill: float | bool = 0) -> dict[Hashable, torch.Tensor]:
+    """One tensor per key of ``shapes``, each a contiguous view of the start of one allocation as large as the
+    largest: static inputs of graphs that run one at a time, on one stream, and whose caller rewrites every
+    element a graph reads before it replays. Separate buffers per bucket add up over the buckets (the
+    vocoders' noise and the flow's attention masks held 45-65 MB each at full size); shared, they cost the
+    largest one."""
+    import math
+
+    sizes = {key: math.prod(shape) for key, shape in shapes.items()}
+    storage = torch.full((max(sizes.values(), default=0),), fill, device=device, dtype=dtype)
+    return {key: storage[:sizes[key]].view(shape) for key, shape in shapes.items()}
 
 
 class GraphTable:
@@ -75,12 +90,21 @@ class GraphTable:
         return fn(*args, **kwargs)
 
     def buffer_bytes(self) -> int:
-        """Bytes held by the static buffers (tensors directly in ``bufs`` values or in their dicts)."""
-        total = 0
+        """Bytes of device memory the static buffers hold (tensors directly in ``bufs`` values, in their dicts or
+        in dataclasses there), each allocation counted once however many buffers view it."""
+        import dataclasses
+
+        storages: dict[int, int] = {}
         for value in self.bufs.values():
-            items = value.values() if isinstance(value, dict) else (value,)
-            total += sum(t.numel() * t.element_size() for t in items if isinstance(t, torch.Tensor))
-        return total
+            items = list(value.values()) if isinstance(value, dict) else [value]
+            for item in list(items):
+                if dataclasses.is_dataclass(item) and not isinstance(item, type):
+                    items += [getattr(item, f.name) for f in dataclasses.fields(item)]
+            for t in items:
+                if isinstance(t, torch.Tensor):
+                    storage = t.untyped_storage()
+                    storages[storage.data_ptr()] = storage.nbytes()
+        return sum(storages.values())
 
     def report(self) -> dict[str, int]:
         """Graphs captured, eager fallbacks so far, static buffer bytes: what a benchmark records."""

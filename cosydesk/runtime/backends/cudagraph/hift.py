@@ -21,11 +21,12 @@ import functools
 import torch
 
 from cosydesk.model.hift import Snake
+from cosydesk.model.hift_source import NsfDraws
 from cosydesk.model.length_regulator import frames_for_tokens
 from cosydesk.runtime.buckets import HIFT_MEL_BUCKETS, copy_padded
 from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
 from cosydesk.runtime.backends.cudagraph.compile import compile_blocks
-from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable
+from cosydesk.runtime.backends.cudagraph.graph_table import GraphTable, shared_prefix_views
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.backends.cudagraph.hift_padded import ValidFrames, padded_forward
 from cosydesk.runtime.schedule import CausalChunkSchedule, WindowChunkSchedule
@@ -144,8 +145,12 @@ class GraphedHift:
         # recomputing constant weights and 72 Snakes of 6 element-wise kernels each (0.5 ms)
         fold_weight_norms(self.hift)
         compile_blocks(self.hift, (Snake,), self.device)
-        self.bufs = {shape: self._buffers(*shape) for shape in shapes}
-        self.padded = {shape: {**self._buffers(*shape), "valid": ValidFrames(shape[0], self.device)}
+        # the source noise of every graph in one allocation: each call rewrites its graph's draws whole (``_fill``)
+        # before the replay; one buffer per graph held 65 MB for v2's 45 graphs at full size
+        noise = shared_prefix_views({key: self.hift.draw_shapes(key[0])[1] for key in [*shapes, *padded_shapes]},
+                                    self.device, torch.float32)
+        self.bufs = {shape: self._buffers(*shape, noise[shape]) for shape in shapes}
+        self.padded = {shape: {**self._buffers(*shape, noise[shape]), "valid": ValidFrames(shape[0], self.device)}
                        for shape in padded_shapes}
         self.table.bufs.update(self.bufs)
         self.table.bufs.update({("padded",) + key: b for key, b in self.padded.items()})
@@ -162,11 +167,13 @@ class GraphedHift:
     def eager_calls(self) -> int:
         return self.table.eager_calls
 
-    def _buffers(self, frames: int, cache: int) -> dict:
-        """Static inputs of one graph: mel [1, 80, frames], a source cache of ``cache`` samples, source draws."""
+    def _buffers(self, frames: int, cache: int, noise: torch.Tensor) -> dict:
+        """Static inputs of one graph: mel [1, 80, frames], a source cache of ``cache`` samples, source draws (the
+        noise part: ``noise``, a view of the shared allocation)."""
         mel = torch.zeros(1, 80, frames, device=self.device, dtype=self.dtype)
+        phase_shape, _ = self.hift.draw_shapes(frames)
         return {"mel": mel, "cache": torch.zeros(1, 1, cache, device=self.device, dtype=self.dtype),
-                "draws": self.hift.zero_draws(mel)}
+                "draws": NsfDraws(torch.zeros(phase_shape, device=self.device), noise)}
 
     def _body(self, key) -> None:
         b = self.bufs[key]

@@ -31,6 +31,7 @@ from cosydesk.runtime.backends.cudagraph.capture import capture_graphs
 from cosydesk.runtime.backends.cudagraph.compile import compile_enabled, compiled
 from cosydesk.runtime.options import active as active_options
 from cosydesk.runtime.backends.cudagraph.fuse import concat_parameters
+from cosydesk.runtime.backends.cudagraph.graph_table import shared_prefix_views
 from cosydesk.runtime.backends.cudagraph.static_lm import StaticDecodeState, StaticSpeechLM
 
 
@@ -176,8 +177,9 @@ class StaticQwenLM(StaticSpeechLM):
         table = torch.cat([freqs, freqs], dim=-1)
         self.cos, self.sin = table.cos() * scale, table.sin() * scale
         self.key_positions = torch.arange(max_len, device=self.device)
-        self.prefill_in = {b: torch.zeros(1, b, self.hidden, device=self.device, dtype=self.dtype)
-                           for b in self.prefill_buckets}
+        # one allocation for every bucket's input rows: a prefill rewrites its bucket's rows whole
+        self.prefill_in = shared_prefix_views({b: (1, b, self.hidden) for b in self.prefill_buckets}, self.device,
+                                              self.dtype)
         self.prefill_pos = {b: torch.arange(b, device=self.device) for b in self.prefill_buckets}
         self.table.bufs.update({f"prefill{b}": {"in": self.prefill_in[b], "positions": self.prefill_pos[b]}
                                 for b in self.prefill_buckets})
