@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import gc
@@ -20,30 +19,29 @@ def _percentile(values, q):
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
 
 
-def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, streams, seed: int,
+def synthesize_one(model, sentence: ForcedSentence, stats: LLMStats, copier, seed: int,
                    loop: LoopOptions = LoopOptions(), tails: list | None = None):
-    """Stream one sentence; returns (first_s, total_s, waveform np.ndarray). ``tails`` gets one (wait_s, after_s)
-    pair: from the last token to the final token2wav call starting, and to its chunk being on the host."""
+    """Stream one sentence on the app's streams (the LLM on the pipeline's stream, token2wav on this thread's
+    current one, where the backend was built); returns (first_s, total_s, waveform np.ndarray). ``tails`` gets one
+    (wait_s, after_s) pair: from the last token to the final token2wav call starting, and to its chunk being on
+    the host."""
     import numpy as np
     import torch
 
     from cosydesk.runtime.pipeline import run_sentence
 
     torch.manual_seed(seed)  # v1 draws flow noise from the global RNG: same per sentence on every backend
-    llm_stream, t2w_stream = streams
-    ctx = torch.cuda.stream(t2w_stream) if t2w_stream is not None else contextlib.nullcontext()
     chunks, first = [], None
     submit = time.perf_counter()
-    with ctx:
-        source = forced_token_source(model, sentence.speech_ids, stats, llm_stream, sampler=loop.sampler, seed=seed)
-        for result in run_sentence(model, sentence.inputs, source, stream=True, zero_noise=True,
-                                   first_chunk_alone=loop.first_chunk_alone):
-            chunks.append(copier(result.pcm))
-            if first is None:
-                first = time.perf_counter() - submit
-            if result.final and tails is not None:
-                last = result.timings["last_token"]
-                tails.append((result.timings["tokens_ready"] - last, time.perf_counter() - last))
+    source = forced_token_source(model, sentence.speech_ids, stats, sampler=loop.sampler, seed=seed)
+    for result in run_sentence(model, sentence.inputs, source, stream=True, zero_noise=True,
+                               first_chunk_alone=loop.first_chunk_alone):
+        chunks.append(copier(result.pcm))
+        if first is None:
+            first = time.perf_counter() - submit
+        if result.final and tails is not None:
+            last = result.timings["last_token"]
+            tails.append((result.timings["tokens_ready"] - last, time.perf_counter() - last))
     total = time.perf_counter() - submit
     wave = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
     return first, total, wave
@@ -149,14 +147,10 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     model = accelerate(base, name, progress=lambda done, total, what="": log(f"  [{name}] warm-up {what} {done}/{total}")
                        if done == total or done % 10 == 0 else None)
     del base
-    # The app's streams (None: the pipeline's LLM stream, token2wav on this thread's current one, where the build
-    # ran). Until wave 8 the bench ran each on a stream of its own, which the app never does: each mapped its own
-    # memory (v3: +25 MB NVML for the vocoder's noise and two small blocks).
-    streams = (None, None)
     copier = PinnedCopier(device)
     stats = LLMStats()
     for i in range(min(warmup, len(sentences))):
-        synthesize_one(model, sentences[i], stats, copier, streams, seed=i, loop=loop)
+        synthesize_one(model, sentences[i], stats, copier, seed=i, loop=loop)
     load_s = time.perf_counter() - t_load
     stats = LLMStats()
     sr = model.sample_rate
@@ -164,7 +158,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     wall0 = time.perf_counter()
     for run in range(runs):
         for i, sentence in enumerate(sentences):
-            first, total, wave = synthesize_one(model, sentence, stats, copier, streams, seed=i, loop=loop,
+            first, total, wave = synthesize_one(model, sentence, stats, copier, seed=i, loop=loop,
                                                 tails=tails)
             firsts.append(first)
             totals.append(total)
@@ -181,7 +175,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     if soak:
         soak_nan = 0
         for i in range(soak):
-            wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, streams, seed=i,
+            wave = synthesize_one(model, sentences[i % len(sentences)], LLMStats(), copier, seed=i,
                                   loop=loop)[2]
             soak_nan += int((~np.isfinite(wave)).sum())
             soak_reserved.append(probe.reserved_gb())
@@ -204,7 +198,7 @@ def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, w
     fid_stats = LLMStats()
     fidelity_n = len(fidelity_sentences)
     for i, sentence in enumerate(fidelity_sentences):
-        waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, streams, seed=i, loop=loop)[2])
+        waves.append(synthesize_one(fid_model, sentence, fid_stats, copier, seed=i, loop=loop)[2])
         nan_count += int((~np.isfinite(waves[-1])).sum())
     nan_count += sum(int((~torch.isfinite(m)).sum()) for m in record.get("mels", []))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
 import time
@@ -128,9 +127,9 @@ def make_chooser(sampler: str, seed: int):
     return lambda logits, decoded: int(ras(logits, decoded, generator))
 
 
-def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_stream=None, sampler: str = "argmax",
-                        seed: int = 0):
-    """A runtime TokenSource running the real LLM (and ``sampler``, see make_chooser) but emitting the forced ids."""
+def forced_token_source(model, speech_ids: list[int], stats: LLMStats, sampler: str = "argmax", seed: int = 0):
+    """A runtime TokenSource running the real LLM (and ``sampler``, see make_chooser) but emitting the forced ids,
+    on the stream the pipeline's producer runs it on (the app's LLM stream)."""
     import torch
 
     from cosydesk.runtime.backends.protocols import DeviceLoopLM
@@ -150,36 +149,34 @@ def forced_token_source(model, speech_ids: list[int], stats: LLMStats, llm_strea
 
     def source(inputs, stop):
         device = model.device
-        ctx = torch.cuda.stream(llm_stream) if llm_stream is not None else contextlib.nullcontext()
-        with ctx:
-            t0 = time.perf_counter()
-            args = (inputs.text.to(device), inputs.prompt_text.to(device), inputs.llm_prompt_speech_token.to(device),
-                    inputs.llm_embedding.to(device=device, dtype=model.dtype))
-            if own_loop is not None:
-                tokens = own_loop(*args, greedy=sampler == "argmax", generator=torch.Generator().manual_seed(seed),
-                                  forced=speech_ids)
+        t0 = time.perf_counter()
+        args = (inputs.text.to(device), inputs.prompt_text.to(device), inputs.llm_prompt_speech_token.to(device),
+                inputs.llm_embedding.to(device=device, dtype=model.dtype))
+        if own_loop is not None:
+            tokens = own_loop(*args, greedy=sampler == "argmax", generator=torch.Generator().manual_seed(seed),
+                              forced=speech_ids)
+        else:
+            tokens = generic_loop(args)
+        # time spent producing ids only: not while suspended at ``yield`` (the pipeline may hold the LLM
+        # while the first chunk runs, or the consumer may be slow to ask)
+        prefill_s, decode_s, steps = None, 0.0, 0
+        tokens = iter(tokens)
+        while True:
+            t = time.perf_counter()
+            token = next(tokens, None)
+            if token is None:
+                break
+            if prefill_s is None:
+                prefill_s = time.perf_counter() - t0  # the first id read: prefill (and its choice) done
             else:
-                tokens = generic_loop(args)
-            # time spent producing ids only: not while suspended at ``yield`` (the pipeline may hold the LLM
-            # while the first chunk runs, or the consumer may be slow to ask)
-            prefill_s, decode_s, steps = None, 0.0, 0
-            tokens = iter(tokens)
-            while True:
-                t = time.perf_counter()
-                token = next(tokens, None)
-                if token is None:
-                    break
-                if prefill_s is None:
-                    prefill_s = time.perf_counter() - t0  # the first id read: prefill (and its choice) done
-                else:
-                    decode_s, steps = decode_s + time.perf_counter() - t, steps + 1
-                if stop.is_set():
-                    return
-                yield token
-            with stats.lock:
-                if prefill_s is not None:
-                    stats.prefill_s.append(prefill_s)
-                stats.decode_s += decode_s
-                stats.decode_steps += steps
+                decode_s, steps = decode_s + time.perf_counter() - t, steps + 1
+            if stop.is_set():
+                return
+            yield token
+        with stats.lock:
+            if prefill_s is not None:
+                stats.prefill_s.append(prefill_s)
+            stats.decode_s += decode_s
+            stats.decode_steps += steps
 
     return source

@@ -75,7 +75,7 @@ def main() -> int:
     loop = LoopOptions("argmax", True)
 
     def run() -> list:
-        return [synthesize_one(model, s, LLMStats(), copier, (None, None), seed=i, loop=loop)[2]
+        return [synthesize_one(model, s, LLMStats(), copier, seed=i, loop=loop)[2]
                 for i, s in enumerate(sentences)]
 
     reference = run()

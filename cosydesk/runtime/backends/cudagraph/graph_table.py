@@ -13,6 +13,8 @@ What this module must not do: know any part's math; it only stores, captures, re
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -31,8 +33,6 @@ def shared_prefix_views(shapes: dict[Hashable, tuple[int, ...]], device: torch.d
     element a graph reads before it replays. Separate buffers per bucket add up over the buckets (the
     vocoders' noise and the flow's attention masks held 45-65 MB each at full size); shared, they cost the
     largest one."""
-    import math
-
     sizes = {key: math.prod(shape) for key, shape in shapes.items()}
     storage = torch.full((max(sizes.values(), default=0),), fill, device=device, dtype=dtype)
     return {key: storage[:sizes[key]].view(shape) for key, shape in shapes.items()}
@@ -92,8 +92,6 @@ class GraphTable:
     def buffer_bytes(self) -> int:
         """Bytes of device memory the static buffers hold (tensors directly in ``bufs`` values, in their dicts or
         in dataclasses there), each allocation counted once however many buffers view it."""
-        import dataclasses
-
         storages: dict[int, int] = {}
         for value in self.bufs.values():
             items = list(value.values()) if isinstance(value, dict) else [value]
