@@ -33,6 +33,15 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
     return peak
 
 
+def describe(err: BaseException) -> str:
+    """The error and what caused it (openai's "Connection error." alone does not say what broke)."""
+    parts = []
+    while err is not None and len(parts) < 4:
+        parts.append(f"{type(err).__name__}: {err}")
+        err = err.__cause__ or err.__context__
+    return " <- ".join(parts)
+
+
 @pytest.mark.slow
 def test_32_clients_bounded_load(tiny_synth):
     seconds = float(os.environ.get("COSYDESK_LOAD_SECONDS", "20"))
@@ -85,7 +94,7 @@ def test_32_clients_bounded_load(tiny_synth):
                 except Exception as err:  # noqa: BLE001 - a broken connection is a failure of the server
                     note("broken")
                     with lock:
-                        failures.append(f"{type(err).__name__}: {err}")
+                        failures.append(describe(err))
 
         def sample_rss() -> None:
             time.sleep(seconds / 4)  # after the warm-up quarter

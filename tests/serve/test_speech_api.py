@@ -350,3 +350,28 @@ def test_threads_do_not_pile_up(server, client):
     for _ in range(3):
         client.audio.speech.create(model="tts-1", voice="alloy", input=SHORT_TEXT, response_format="mp3")
     assert threading.active_count() <= before + 2
+
+
+def test_an_idle_connection_outlives_the_clients_own_keep_alive(server):
+    """httpx (and the openai client on it) reuses an idle connection for up to 5 s; the server must keep it
+    longer, or a request sent as the server closes it breaks (at equal timeouts the two race)."""
+    import socket
+
+    client_expiry = httpx.Limits().keepalive_expiry
+    host, port = server[0].sock.getsockname()[:2]
+    request = f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+
+    def exchange(sock: socket.socket) -> bytes:
+        sock.sendall(request)
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            reply += piece
+        return reply
+
+    with socket.create_connection((host, port), timeout=10) as sock:
+        assert exchange(sock).startswith(b"HTTP/1.1 200")
+        time.sleep(client_expiry + 1)  # idle longer than any httpx client would reuse it
+        assert exchange(sock).startswith(b"HTTP/1.1 200"), "the server closed an idle connection a client may reuse"
