@@ -10,9 +10,12 @@ streams), never held, with:
 * ``green-all``: the partitioned decode graph for the whole sentence (does a captured graph keep the partition
   when replayed on the app's LLM stream? the decode time per token says);
 * ``green-first``: the partitioned graph until the first chunk is on the host, then the full one;
+* ``green-first-chunk`` (added after call 1, not run yet): the full graph for the decode steps that choose the
+  first chunk's tokens, the partitioned one from then until the chunk is on the host, the full one again;
 * baselines ``held`` (the app's default) and ``free`` (never held, full graph).
 
     python3 docs/bench/h200-wave9/green_probe.py --version v2 --sms 16,32,48 > $OUT/green-v2.log
+    python3 docs/bench/h200-wave9/green_probe.py --version v2 --sms 32,48,66 --modes green-first-chunk
 
 Lines of JSON on stdout. Measurement tool only.
 """
@@ -39,18 +42,28 @@ from cosydesk.bench.inputs import LLMStats, forced_token_source, make_forced_sen
 from cosydesk.runtime.backends import accelerate, place_model  # noqa: E402
 from cosydesk.runtime.host_copy import PinnedCopier  # noqa: E402
 from cosydesk.runtime.pipeline import run_sentence  # noqa: E402
+from cosydesk.runtime.schedule import make_schedule  # noqa: E402
 from cosydesk.synthetic.full_size import random_model  # noqa: E402
 
 
 class SwitchGraph:
-    """Stands in for the LLM's decode graph: replays ``first`` until ``later`` is switched on."""
+    """Stands in for the LLM's decode graph: ``full`` for a sentence's first ``full_steps`` replays, then
+    ``green`` until ``use_later`` is set (the first chunk is on the host), then ``full`` again. With
+    ``after_first_tokens`` the full steps are those that choose the first chunk's tokens; without, none."""
 
-    def __init__(self, first, later) -> None:
-        self.first, self.later = first, later
+    def __init__(self, green, full, after_first_tokens: bool = False) -> None:
+        self.green, self.full, self.after_first_tokens = green, full, after_first_tokens
         self.use_later = threading.Event()
+        self.replays = self.full_steps = 0
+
+    def start(self, full_steps: int) -> None:
+        self.use_later.clear()
+        self.replays, self.full_steps = 0, full_steps
 
     def replay(self) -> None:
-        (self.later if self.use_later.is_set() else self.first).replay()
+        self.replays += 1
+        partitioned = self.replays > self.full_steps and not self.use_later.is_set()
+        (self.green if partitioned else self.full).replay()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -64,6 +77,8 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--sms", default="16,32,48")
+    parser.add_argument("--modes", default="green-all,green-first",
+                        help="of green-all, green-first (call 1 ran these two), green-first-chunk")
     args = parser.parse_args()
     device = torch.device("cuda")
     props = torch.cuda.get_device_properties(device)
@@ -79,8 +94,9 @@ def main() -> int:
 
     def sentence(i, forced, held: bool, switch: SwitchGraph | None, stats: LLMStats):
         torch.manual_seed(i)
-        if switch is not None:
-            switch.use_later.clear()
+        if switch is not None:  # decode step s chooses token s + 1 (the prefill chose token 0)
+            needed = make_schedule(model.version, forced.inputs.flow_prompt_speech_token.shape[1]).tokens_needed()
+            switch.start(needed - 1 if switch.after_first_tokens else 0)
         submit = time.perf_counter()
         first, chunks = None, []
         source = forced_token_source(model, forced.speech_ids, stats, sampler="argmax", seed=i)
@@ -133,8 +149,13 @@ def main() -> int:
         except Exception as err:  # noqa: BLE001 - a probe reports what did not work
             print(json.dumps({"run": f"green {k}", "error": f"{type(err).__name__}: {err}"}), flush=True)
             continue
-        run(f"green-all {k}", False, graph=graph, sms=k)
-        run(f"green-first {k}", False, switch=SwitchGraph(graph, full_graph), sms=k)
+        modes = {m.strip() for m in args.modes.split(",")}
+        if "green-all" in modes:
+            run(f"green-all {k}", False, graph=graph, sms=k)
+        if "green-first" in modes:
+            run(f"green-first {k}", False, switch=SwitchGraph(graph, full_graph), sms=k)
+        if "green-first-chunk" in modes:
+            run(f"green-first-chunk {k}", False, switch=SwitchGraph(graph, full_graph, after_first_tokens=True), sms=k)
     run("held again", True)
     return 0
 
