@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import io
 import threading
 import time
@@ -355,23 +356,19 @@ def test_threads_do_not_pile_up(server, client):
 def test_an_idle_connection_outlives_the_clients_own_keep_alive(server):
     """httpx (and the openai client on it) reuses an idle connection for up to 5 s; the server must keep it
     longer, or a request sent as the server closes it breaks (at equal timeouts the two race)."""
-    import socket
-
     client_expiry = httpx.Limits().keepalive_expiry
     host, port = server[0].sock.getsockname()[:2]
-    request = f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    connection = http.client.HTTPConnection(host, port, timeout=10)  # one connection, never reopened
 
-    def exchange(sock: socket.socket) -> bytes:
-        sock.sendall(request)
-        reply = b""
-        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            reply += piece
-        return reply
+    def models_status() -> int:
+        connection.request("GET", "/v1/models")
+        reply = connection.getresponse()  # RemoteDisconnected if the server closed the idle connection
+        reply.read()
+        return reply.status
 
-    with socket.create_connection((host, port), timeout=10) as sock:
-        assert exchange(sock).startswith(b"HTTP/1.1 200")
+    try:
+        assert models_status() == 200
         time.sleep(client_expiry + 1)  # idle longer than any httpx client would reuse it
-        assert exchange(sock).startswith(b"HTTP/1.1 200"), "the server closed an idle connection a client may reuse"
+        assert models_status() == 200, "the server closed an idle connection a client may reuse"
+    finally:
+        connection.close()
