@@ -59,8 +59,6 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("COSYDESK_FLOW_KERNELS", "switch", "on", "gpu", "the flow estimator's transformer blocks as Triton kernels"),
     Variable("COSYDESK_ROW_ESTIMATOR", "switch", "on", "gpu",
              "v2's estimator in time-major row form with Triton conv kernels; off keeps the module form"),
-    Variable("COSYDESK_DIT_KERNELS", "switch", "on", "gpu",
-             "v3's DiT blocks as Triton kernels (needs COSYDESK_FLOW_KERNELS); off keeps them compiled"),
     Variable("COSYDESK_PDL", "switch", "on", "gpu",
              "programmatic dependent launch on Hopper or newer (same results; off is for A/B runs)"),
     Variable("COSYDESK_DECODE_AHEAD", "count", "3 (at least 1)", "gpu",

@@ -32,7 +32,6 @@ class EngineOptions:
     decode_kernels: the speech LM's decode step as Triton kernels.
     flow_kernels: the flow estimator's transformer blocks as Triton kernels.
     row_estimator: v2's estimator in time-major row form (Triton conv kernels).
-    dit_kernels: v3's DiT blocks as Triton kernels (with flow_kernels; off keeps them compiled).
     pdl: programmatic dependent launch on Hopper or newer.
     decode_ahead: decode steps queued before the host reads each chosen token (>= 1).
     first_chunk_shared_steps: of the first chunk's CFM steps, how many run beside the resumed LLM.
@@ -44,7 +43,6 @@ class EngineOptions:
     decode_kernels: bool = True
     flow_kernels: bool = True
     row_estimator: bool = True
-    dit_kernels: bool = True
     pdl: bool = True
     decode_ahead: int = DECODE_AHEAD
     first_chunk_shared_steps: int = FIRST_CHUNK_SHARED_STEPS

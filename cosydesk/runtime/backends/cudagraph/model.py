@@ -13,7 +13,7 @@ eager) and the flow encoder per token bucket (``GraphedFullAttentionEncoder``; `
 keeps it eager; its length regulator stays eager: interpolation is not padding-safe). v2's encoder attends in
 query blocks past the fine buckets (``blocked_attention.py``). v3: the DiT's time modulations (a table; their
 weights released) and attention mask are prepared outside the captured step (``dit_prepared.py``: one graph per
-bucket for both modes), its blocks as Triton kernels (``dit_kernels.py``), its position convs Triton kernels on rows (``dit_conv.py``); the
+bucket for both modes), its blocks compiled, its position convs Triton kernels on rows (``dit_conv.py``); the
 causal HiFT stream's windows replay padded graphs per frame bucket (``causal_hift.py``;
 ``COSYDESK_V3_HIFT_GRAPHS=0`` keeps them eager).
 """
@@ -159,10 +159,6 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         from cosydesk.runtime.backends.cudagraph.dit_conv import use_row_position_convs
 
         use_row_position_convs(sampler.estimator.dit)  # its position convs as one Triton kernel each, on rows
-        if active_options().dit_kernels:
-            from cosydesk.runtime.backends.cudagraph.dit_kernels import use_dit_kernels
-
-            use_dit_kernels(sampler.estimator)  # its blocks as 5 kernels each; a subclass: not compiled
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
