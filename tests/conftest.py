@@ -45,6 +45,40 @@ def _interpret_without_overflow_checks() -> None:
 
 _interpret_without_overflow_checks()
 
+# every interpreted kernel launch, compiled for Hopper when the session ends (tests/support/triton_compile.py)
+_LAUNCHES = None
+if os.environ.get("TRITON_INTERPRET") == "1" and os.environ.get("COSYDESK_TEST_TRITON_COMPILE", "1") != "0":
+    from tests.support.triton_compile import LaunchRecorder, compiler_available
+
+    if compiler_available():
+        _LAUNCHES = LaunchRecorder()
+        if not _LAUNCHES.install():
+            _LAUNCHES = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session when a kernel launch the tests interpreted does not compile for sm_90."""
+    if _LAUNCHES is None or not _LAUNCHES.specs:
+        return
+    import time
+
+    from tests.support.triton_compile import code_paths, compile_specs
+
+    start = time.perf_counter()
+    specs = code_paths(sorted(_LAUNCHES.specs))
+    failures = compile_specs(specs)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"Triton: {len(specs)} code paths of {len(_LAUNCHES.specs)} interpreted kernel launch shapes compiled "
+             f"for sm_90 in {time.perf_counter() - start:.0f} s, {len(failures)} failed ({_LAUNCHES.unrecorded} "
+             "launches not describable)"]
+    lines += [f"  {f['spec']}: {f['error']}" for f in failures]
+    if reporter is not None:
+        reporter.write_sep("-", "Triton kernels compiled for Hopper")
+        for line in lines:
+            reporter.write_line(line)
+    if failures:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 cuda = pytest.mark.skipif(not _HAS_CUDA, reason="needs CUDA")
 # Triton kernels take CPU tensors only in its interpreter: Triton decides at kernel definition (set above,
 # only without a GPU)
