@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,6 +122,8 @@ def compile_specs(specs: list[str], timeout: float = 900, workers: int | None = 
     if not specs:
         return []
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    # compiled kernels are cached; under the temp dir, not ~/.triton, which a CI home may not allow
+    env.setdefault("TRITON_CACHE_DIR", str(Path(tempfile.gettempdir()) / "cosydesk-triton-compile-check"))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     workers = max(1, min(workers or min(4, os.cpu_count() or 1), len(specs)))
     procs = [subprocess.Popen([sys.executable, "-m", "tests.support.triton_compile", "-"], stdin=subprocess.PIPE,
