@@ -65,7 +65,7 @@ def pytest_sessionfinish(session, exitstatus):
     from tests.support.triton_compile import code_paths, compile_specs
 
     start = time.perf_counter()
-    specs = code_paths(sorted(_LAUNCHES.specs))
+    specs = code_paths(list(_LAUNCHES.specs))  # sorted there
     failures = compile_specs(specs)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     lines = [f"Triton: {len(specs)} code paths of {len(_LAUNCHES.specs)} interpreted kernel launch shapes compiled "

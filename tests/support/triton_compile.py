@@ -1,8 +1,8 @@
 """Every Triton kernel launch the CPU tests make, compiled for a Hopper GPU afterwards (no GPU needed).
 
 Why: without a GPU the tests run the kernels in Triton's interpreter, which accepts things compiled Triton
-rejects (a kernel reading a plain module-level Python constant compiled nowhere: a whole H200 session's call was
-lost to it, wave 10). So while the tests run, ``LaunchRecorder`` notes each interpreted launch (the kernel, its
+rejects (a kernel reading a plain module-level Python constant passed every CPU test and then did not compile on
+the H200: a device call of wave 10 was lost to it). So while the tests run, ``LaunchRecorder`` notes each interpreted launch (the kernel, its
 argument types, constexpr values and launch options); at the end of the session ``compile_specs`` compiles each
 distinct one for sm_90 with Triton's own compiler (ptxas ships with Triton) in a fresh interpreter-free process,
 and conftest fails the session with the compiler's message if one does not compile.
@@ -12,6 +12,7 @@ and conftest fails the session with the compiler's message if one does not compi
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -28,18 +29,20 @@ _TENSOR_TYPES = {"float16": "*fp16", "float32": "*fp32", "bfloat16": "*bf16", "f
 _OPTIONS = ("num_warps", "num_stages", "launch_pdl")
 
 
-def _constexpr_names(fn) -> set[str]:
-    """Parameters annotated ``tl.constexpr`` (annotations may be strings under ``from __future__ import annotations``)."""
-    return {name for name, p in inspect.signature(fn).parameters.items() if "constexpr" in str(p.annotation)}
+@functools.lru_cache(maxsize=None)
+def _parameters(fn) -> tuple[list[str], frozenset[str]]:
+    """A kernel's parameter names and those annotated ``tl.constexpr`` (annotations may be strings under
+    ``from __future__ import annotations``); read once per kernel, not on every launch."""
+    parameters = inspect.signature(fn).parameters
+    return list(parameters), frozenset(n for n, p in parameters.items() if "constexpr" in str(p.annotation))
 
 
 def launch_spec(fn, args: tuple, kwargs: dict) -> str | None:
     """One interpreted launch as a JSON key (module, name, signature, constexprs, options), or None for a launch
     this cannot describe (an argument of an unknown type)."""
-    names = list(inspect.signature(fn).parameters)
+    names, constexprs = _parameters(fn)
     values = dict(zip(names, args))
     values.update({k: v for k, v in kwargs.items() if k in names})
-    constexprs = _constexpr_names(fn)
     signature, constants = {}, {}
     for name in names:
         value = values.get(name)
