@@ -188,11 +188,17 @@ class Attention(nn.Module):
         self, h: torch.Tensor, allowed: torch.Tensor, query_valid: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]
     ) -> torch.Tensor:
         """h [B,T,dim]; allowed [B,1,T,T] bool (query, key); query_valid [B,T,1] bool; rope = (cos, sin)."""
+        return self.attend(self.to_q(h), self.to_k(h), self.to_v(h), allowed, query_valid, rope)
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, query_valid: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+    ) -> torch.Tensor:
+        """The attention given the projections q, k, v [B,T,H*D]; ``allowed`` a bool mask or its additive form."""
         cos, sin = rope
-        q = self._split_heads(rotate_leading_channels(self.to_q(h), cos, sin))
-        k = self._split_heads(rotate_leading_channels(self.to_k(h), cos, sin))
-        v = self._split_heads(self.to_v(h))
-        mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        q = self._split_heads(rotate_leading_channels(q, cos, sin))
+        k = self._split_heads(rotate_leading_channels(k, cos, sin))
+        mixed = F.scaled_dot_product_attention(q, k, self._split_heads(v), attn_mask=allowed)
         out = self.to_out[0](mixed.transpose(1, 2).flatten(2))
         return out.masked_fill(~query_valid, 0.0)
 
@@ -241,11 +247,23 @@ class DiTBlock(nn.Module):
         rope: tuple[torch.Tensor, torch.Tensor],
     ) -> torch.Tensor:
         """The block given its six modulations ([B, dim] each, ``attn_norm``'s chunks) instead of the time embedding."""
-        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = modulations
+        h, fed = self.attend_and_feed(h, modulations, allowed, query_valid, rope)
+        return h + modulations[5][:, None, :] * fed
+
+    def attend_and_feed(
+        self,
+        h: torch.Tensor,
+        modulations: tuple[torch.Tensor, ...],
+        allowed: torch.Tensor,
+        query_valid: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``modulated`` short of its last residual: (h after the attention residual, the feed-forward's output),
+        which ``modulated`` combines as h + gate_mlp * fed."""
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, _gate_mlp = modulations
         attended = self.attn(_modulate(h, shift_msa, scale_msa), allowed, query_valid, rope)
         h = h + gate_msa[:, None, :] * attended
-        fed = self.ff(_modulate(h, shift_mlp, scale_mlp))
-        return h + gate_mlp[:, None, :] * fed
+        return h, self.ff(_modulate(h, shift_mlp, scale_mlp))
 
 
 def attention_masks(mask: torch.Tensor, chunk_frames: int) -> tuple[torch.Tensor, torch.Tensor]:

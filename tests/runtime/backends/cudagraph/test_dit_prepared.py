@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cosydesk.model import load
-from cosydesk.runtime.backends.cudagraph.dit_prepared import PreparedDiT, use_prepared_dit
+from cosydesk.runtime.backends.cudagraph.dit_prepared import FusedQKVAttention, PreparedDiT, fuse_qkv, use_prepared_dit
 from tests.support.paths import fixture_dir
 
 
@@ -51,6 +51,7 @@ def test_the_graphed_solver_with_a_prepared_dit_gives_the_plain_solver_cpu():
     sampler = copy.deepcopy(_flow().decoder).eval()
     reference = copy.deepcopy(sampler)
     assert use_prepared_dit(sampler) and not use_prepared_dit(sampler)  # wraps the plain DiT only, once
+    assert all(type(b.attn) is FusedQKVAttention for b in sampler.estimator.dit.transformer_blocks)
     graphed = GraphedSampler(sampler, [32, 64], (False, True))
     assert graphed.prepared and graphed._graph_mode(False) == graphed._graph_mode(True)
     _solves_like(graphed, reference, frames=50, seed=2)
@@ -90,3 +91,52 @@ def test_the_time_weights_leave_once_the_table_is_built_and_longer_calls_still_s
         with pytest.raises(RuntimeError, match="released"):
             sampler.estimator(z.expand(2, -1, -1), mask.expand(2, -1, -1), mu.expand(2, -1, -1),
                               torch.tensor([0.5, 0.5]), spks.expand(2, -1), cond.expand(2, -1, -1))
+
+
+def test_fused_qkv_is_one_product_of_the_stacked_weights_and_keeps_the_velocity_cpu():
+    """``fuse_qkv``: one [3*inner, dim] product replaces to_q / to_k / to_v (no weight held twice), and the DiT's
+    velocity stays the plain one in both attention modes; fusing again does nothing."""
+    dit = _flow().estimator.eval()
+    fused = copy.deepcopy(dit)
+    attn = dit.transformer_blocks[0].attn
+    assert all(fuse_qkv(block.attn) for block in fused.transformer_blocks)
+    assert not fuse_qkv(fused.transformer_blocks[0].attn)
+    first = fused.transformer_blocks[0].attn
+    assert not hasattr(first, "to_q") and "attn.to_q.weight" not in fused.transformer_blocks[0].state_dict()
+    assert torch.equal(first.qkv.weight, torch.cat([attn.to_q.weight, attn.to_k.weight, attn.to_v.weight]))
+    assert torch.equal(first.qkv.bias, torch.cat([attn.to_q.bias, attn.to_k.bias, attn.to_v.bias]))
+    assert sum(p.numel() for p in fused.parameters()) == sum(p.numel() for p in dit.parameters())
+    x, mask, mu, t, spks, cond = _inputs(70, 52, seed=4)
+    with torch.inference_mode():
+        for streaming in (False, True):
+            torch.testing.assert_close(fused(x, mask, mu, t, spks, cond, streaming=streaming),
+                                       dit(x, mask, mu, t, spks, cond, streaming=streaming), rtol=0, atol=1e-6)
+
+
+def test_the_prepared_blocks_compiled_keep_the_velocity_with_one_entry_for_every_block_cpu():
+    """The compiled unit (``ModulatedDiTBlock``: the previous block's last residual first, this block's left
+    pending) through torch.compile (aot_eager on CI) gives the plain DiT's velocity, and its 22 (here: the
+    fixture's) instances share one compiled entry per shape regime."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from cosydesk.runtime.backends.cudagraph.compile import ESTIMATOR_BLOCKS, compile_blocks
+
+    torch._dynamo.reset()
+    counters.clear()
+    sampler = copy.deepcopy(_flow().decoder).eval()
+    dit = copy.deepcopy(sampler.estimator)
+    use_prepared_dit(sampler)
+    prepared = sampler.estimator
+    assert compile_blocks(prepared, ESTIMATOR_BLOCKS, torch.device("cpu"), backend="aot_eager") > 0
+    assert all(getattr(b, "_compiled_call_impl", None) is not None for b in prepared.blocks)
+    with torch.inference_mode():
+        for frames, valid in ((64, 50), (96, 96), (128, 77)):
+            x, mask, mu, t, spks, cond = _inputs(frames, valid, seed=frames)
+            for streaming in (False, True):
+                ours = prepared(x, mask, mu, t, spks, cond, times=prepared.time_projections(t),
+                                allowed=prepared.attention_mask(mask, streaming))
+                torch.testing.assert_close(ours, dit(x, mask, mu, t, spks, cond, streaming=streaming), rtol=0,
+                                           atol=1e-5)
+    assert counters["stats"]["unique_graphs"] <= 2  # static first length, then one dynamic entry
+    torch._dynamo.reset()
