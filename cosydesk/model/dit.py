@@ -250,14 +250,9 @@ class DiTBlock(nn.Module):
         h, fed = self.attend_and_feed(h, modulations, allowed, query_valid, rope)
         return h + modulations[5][:, None, :] * fed
 
-    def attend_and_feed(
-        self,
-        h: torch.Tensor,
-        modulations: tuple[torch.Tensor, ...],
-        allowed: torch.Tensor,
-        query_valid: torch.Tensor,
-        rope: tuple[torch.Tensor, torch.Tensor],
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def attend_and_feed(self, h: torch.Tensor, modulations: tuple[torch.Tensor, ...], allowed: torch.Tensor,
+                        query_valid: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """``modulated`` short of its last residual: (h after the attention residual, the feed-forward's output),
         which ``modulated`` combines as h + gate_mlp * fed."""
         shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, _gate_mlp = modulations
