@@ -19,8 +19,6 @@ microseconds however small its work): q, k and v are one product of the three ma
 (``FusedQKVAttention``, made on the host before the weights move); the boolean mask becomes its additive form once
 per step instead of inside every block's attention; and each block's last residual (h + gate_mlp * ff) is added at
 the start of the next block, where Inductor fuses it into that block's first LayerNorm (``ModulatedDiTBlock``).
-With the flow kernels on, head 0's rotation and the attention are one Triton kernel too (``KernelQKVAttention``,
-``dit_attention.py``), which reads the boolean mask.
 """
 
 from __future__ import annotations
