@@ -74,7 +74,7 @@ def test_bench_cpu_writes_json_and_png(tiny_v2, tmp_path):
     assert 0 <= m["stages"]["final_call_wait_ms"] < m["stages"]["after_last_token_ms"] <= m["total_ms"]["p99"] + 1e-6
     assert m["kernels"] == {"flow_graphs": 0, "flow_max_bucket": None, "flow_eager_calls": None,
                             "encoder_eager_calls": None, "llm_decode": "module", "token_select": "host", "llm_decode_ahead": None,
-                            "flow_triton_blocks": 0, "dit_conv_kernels": False, "dit_attention_kernels": 0, "dit_compiled_blocks": 0,
+                            "flow_triton_blocks": 0, "dit_conv_kernels": False, "dit_compiled_blocks": 0,
                             "flow_row_estimator": False, "flow_encoder_graphs": 0,
                             "hift_final_graphs": 0, "hift_window_graphs": 0,
                             "hift_eager_calls": None}  # eager: the plain modules
