@@ -110,7 +110,6 @@ def kernel_paths(model) -> dict:
             # v3: the DiT's position convs as the Triton kernel, and its blocks under torch.compile (Inductor)
             "dit_conv_kernels": type(getattr(getattr(getattr(estimator, "dit", None), "input_embed", None),
                                              "conv_pos_embed", None)).__name__ == "RowPositionConvs",
-            "dit_attention_kernels": sum(type(m).__name__ == "KernelQKVAttention" for m in estimator.modules()),
             "dit_compiled_blocks": sum(type(m).__name__ == "ModulatedDiTBlock" and getattr(m, "_compiled_call_impl", None)
                                        is not None for m in estimator.modules()),
             "flow_row_estimator": rows is not None and isinstance(estimator, rows.RowCausalDecoder),

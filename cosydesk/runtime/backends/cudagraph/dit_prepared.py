@@ -40,16 +40,6 @@ class FusedQKVAttention(Attention):
         return self.attend(q, k, v, allowed, query_valid, rope)
 
 
-class KernelQKVAttention(FusedQKVAttention):
-    """``FusedQKVAttention`` whose rotation and attention are one Triton kernel (``dit_attention``, set by
-    ``use_dit_attention_kernel`` after its trial); takes the boolean mask [B, 1, T, T], not the additive one."""
-
-    def forward(self, h: torch.Tensor, allowed: torch.Tensor, query_valid: torch.Tensor,
-                rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        mixed = torch.ops.cosydesk.dit_attention(self.qkv(h), allowed[:, 0], rope[0], rope[1], self.heads)
-        return self.to_out[0](mixed).masked_fill(~query_valid, 0.0)
-
-
 def fuse_qkv(attn: Attention) -> bool:
     """Turn ``attn`` into a ``FusedQKVAttention`` in place: ``qkv`` takes the stacked weights and biases and
     ``to_q`` / ``to_k`` / ``to_v`` go, so no weight is held twice. Returns False when it already was one."""
@@ -150,10 +140,8 @@ class PreparedDiT(nn.Module):
         h = dit.embed_input(x, cond, mu, spks)
         full = allowed[:, None]  # [B, 1, T, T]
         query_valid = full[:, 0, -1, :, None]  # the last query row, where DiT reads the output mask
-        if type(self.dit.transformer_blocks[0].attn) is KernelQKVAttention:
-            keys = full  # the attention kernel reads the boolean mask
-        else:  # the mask's additive form, once: SDPA would otherwise convert the boolean one in every block
-            keys = torch.zeros(full.shape, device=h.device, dtype=h.dtype).masked_fill_(~full, float("-inf"))
+        # the mask's additive form, once: SDPA would otherwise convert the boolean one in every block
+        additive = torch.zeros(full.shape, device=h.device, dtype=h.dtype).masked_fill_(~full, float("-inf"))
         frames = h.shape[1]
         rope = self._rope.get((frames, h.device)) or dit.rotary_embed(frames, h.device)
         dim = dit.dim
@@ -163,7 +151,7 @@ class PreparedDiT(nn.Module):
         fed, gate = torch.zeros_like(h), torch.zeros_like(times)[:, :dim]
         for i, block in enumerate(self.blocks):
             modulation = times[:, i * per_block:(i + 1) * per_block]
-            h, fed = block(h, fed, gate, modulation, keys, query_valid, rope)
+            h, fed = block(h, fed, gate, modulation, additive, query_valid, rope)
             gate = modulation[:, 5 * dim:]  # gate_mlp, the sixth chunk
         h = h + gate[:, None, :] * fed
         final = AdaLayerNormZeroFinal.apply_modulation(h, times[:, len(dit.transformer_blocks) * per_block:])

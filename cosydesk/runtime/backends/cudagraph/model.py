@@ -159,9 +159,6 @@ def build_graph_model(model, progress=None, llm_max_len: int | None = None, flow
         from cosydesk.runtime.backends.cudagraph.dit_conv import use_row_position_convs
 
         use_row_position_convs(sampler.estimator.dit)  # its position convs as one Triton kernel each, on rows
-        from cosydesk.runtime.backends.cudagraph.dit_attention import use_dit_attention_kernel
-
-        use_dit_attention_kernel(sampler.estimator)  # rotation + attention as one Triton kernel a block
     compile_blocks(sampler.estimator, ESTIMATOR_BLOCKS, model.device)
     buckets = tiered_buckets(max_frames, FLOW_BUCKET_STEP, long_frames, FLOW_LONG_BUCKET_STEP, start=64)
     modes = (False,) if model.version == "v1" else (False, True)
