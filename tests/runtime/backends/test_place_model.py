@@ -31,6 +31,8 @@ def test_v3_for_cudagraph_leaves_the_host_with_its_table_and_without_its_time_we
     placed = place_model(model, "cpu", "cudagraph")
     estimator = placed.flow.decoder.estimator
     assert isinstance(estimator, PreparedDiT) and estimator.released
+    # q/k/v stacked on the host too, before the move: one weight per block, none held twice
+    assert all(type(b.attn).__name__ == "FusedQKVAttention" for b in estimator.dit.transformer_blocks)
     assert before - sum(p.numel() for p in placed.flow.parameters()) == dropped > 0
     n_steps = placed.flow.decoder.n_steps
     assert estimator.host_time_table.shape == (n_steps, 2, estimator.width)
