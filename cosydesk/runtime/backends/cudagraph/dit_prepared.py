@@ -46,12 +46,12 @@ def fuse_qkv(attn: Attention) -> bool:
     if isinstance(attn, FusedQKVAttention):
         return False
     parts = (attn.to_q, attn.to_k, attn.to_v)
-    qkv = nn.Linear(parts[0].in_features, sum(p.out_features for p in parts),
-                    device=parts[0].weight.device, dtype=parts[0].weight.dtype)
+    # shaped on the meta device, then given the stacked tensors: no random init of 3 x inner x dim values to overwrite
+    qkv = nn.Linear(parts[0].in_features, sum(p.out_features for p in parts), device="meta")
+    grad = parts[0].weight.requires_grad
     with torch.no_grad():
-        qkv.weight.copy_(torch.cat([p.weight for p in parts]))
-        qkv.bias.copy_(torch.cat([p.bias for p in parts]))
-    qkv.requires_grad_(parts[0].weight.requires_grad)
+        qkv.weight = nn.Parameter(torch.cat([p.weight for p in parts]), requires_grad=grad)
+        qkv.bias = nn.Parameter(torch.cat([p.bias for p in parts]), requires_grad=grad)
     del attn.to_q, attn.to_k, attn.to_v
     attn.qkv = qkv
     attn.__class__ = FusedQKVAttention
