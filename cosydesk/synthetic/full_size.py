@@ -61,7 +61,32 @@ def build_random_networks(version: str, seed: int = 0, workdir: str | Path | Non
             init_qwen_backbone(llm, std=0.02, bias_std=0.0)
     for module in (llm, flow, hift):
         module.eval().requires_grad_(False)
+    if not tiny:  # the tiny models' exactness tests keep the silent sine source they were written for
+        voice_random_f0(hift)
     return version_read, config, model_dir, llm, flow, hift
+
+
+# An untrained f0 head predicts ~0.1 Hz, below the vocoder's 10 Hz voiced threshold on every frame: the sine
+# source and its phase accumulation would then never reach the output, and a bench's waveform fidelity could
+# not see their precision. The official-format fixtures are calibrated the same way (their README, step 4).
+F0_MEAN_HZ, F0_STD_HZ = 120.0, 60.0
+
+
+def voice_random_f0(hift, seed: int = 0, frames: int = 200) -> tuple[float, float]:
+    """Rescale ``hift``'s f0 head (in place) so that on a seeded N(0, 1) mel its output before ``abs`` has mean
+    ``F0_MEAN_HZ`` and std ``F0_STD_HZ``: most frames voiced, a few (|f0| < 10 Hz) not. Returns (scale, bias)."""
+    import torch
+
+    head = hift.f0_predictor.classifier
+    mel = torch.randn(1, 80, frames, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    offset = 1e4  # larger than any |W h|, so abs() is the identity and the head's output minus it is W h
+    with torch.no_grad():
+        head.bias.fill_(offset)
+        projected = hift.f0_predictor(mel) - offset  # float64 for a float64 mel (both predictor kinds)
+        scale = F0_STD_HZ / float(projected.std())
+        head.weight.mul_(scale)
+        head.bias.fill_(F0_MEAN_HZ - scale * float(projected.mean()))
+    return scale, float(head.bias.detach()[0])
 
 
 def random_model(version: str, device="cpu", dtype=None, seed: int = 0, workdir: str | Path | None = None,
