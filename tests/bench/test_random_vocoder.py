@@ -12,7 +12,7 @@ from cosydesk.synthetic.full_size import F0_MEAN_HZ, F0_STD_HZ, build_random_net
 
 def _f0(hift, mel: torch.Tensor) -> torch.Tensor:
     with torch.inference_mode():
-        return hift.predict_f0(mel) if hasattr(hift, "predict_f0") else hift.f0_predictor(mel)
+        return hift.predict_f0(mel)  # both generator kinds have it
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "v3"])
