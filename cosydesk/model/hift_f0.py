@@ -3,7 +3,8 @@
 Two variants, both "five weight-normed convs with ELU, then a per-frame linear head, then abs":
 
 - ``ConvF0Predictor`` (v1/v2): kernel-3 convs with one frame of zero padding on each side; float32
-  (or float64 for a float64 input) even when the module holds half-precision weights.
+  (or float64 for a float64 input) whatever the input's dtype (a float16 vocoder keeps this module's weights
+  float32: ``runtime.backends.eager.cast_except_f0``).
 - ``CausalConvF0Predictor`` (v3): the first conv (kernel 4) looks 3 frames into the future, the other four
   (kernel 3) look only into the past. With ``finalize=False`` the last 3 input frames are right context
   only, so T input frames give T - 3 f0 values. The official vocoder evaluates this predictor in float64

@@ -77,7 +77,7 @@ def place_model(model, device, backend: str):
 
     import torch
 
-    from cosydesk.runtime.backends.eager import hift_dtype
+    from cosydesk.runtime.backends.eager import cast_except_f0, hift_dtype
 
     device = torch.device(device)
     name = {"eager": "eager-fp32"}.get(backend, backend)
@@ -88,7 +88,9 @@ def place_model(model, device, backend: str):
         prepare_on_host(model, dtype)
     model.llm.to(device=device, dtype=dtype)
     model.flow.to(device=device, dtype=dtype)
-    model.hift.to(device=device, dtype=hift_dtype(model.version, dtype))  # the dtype cast_model then keeps
+    if hift_dtype(model.version, dtype) != torch.float32:
+        cast_except_f0(model.hift, hift_dtype(model.version, dtype))  # on the host: the dtypes cast_model then keeps
+    model.hift.to(device=device)
     return dataclasses.replace(model, device=device)
 
 
