@@ -4,7 +4,10 @@ Two variants, both "five weight-normed convs with ELU, then a per-frame linear h
 
 - ``ConvF0Predictor`` (v1/v2): kernel-3 convs with one frame of zero padding on each side; float32
   (or float64 for a float64 input) whatever the input's dtype (a float16 vocoder keeps this module's weights
-  float32: ``runtime.backends.eager.cast_except_f0``).
+  float32: ``runtime.backends.eager.cast_except_f0``). On a GPU its convs are matrix products: cuDNN rounds a
+  float32 convolution's operands to TF32 (10 mantissa bits) by default, and that alone moved f0 by 0.12 Hz
+  against float32 (full-size v2 HiFT, voiced, H200: 15.6 dB waveform SNR on the same mel, docs/bench/h200-wave13);
+  torch's float32 products stay float32 unless a program opts out.
 - ``CausalConvF0Predictor`` (v3): the first conv (kernel 4) looks 3 frames into the future, the other four
   (kernel 3) look only into the past. With ``finalize=False`` the last 3 input frames are right context
   only, so T input frames give T - 3 f0 values. The official vocoder evaluates this predictor in float64
@@ -49,6 +52,22 @@ def weight_in_dtype(conv: nn.Conv1d | nn.Linear, dtype: torch.dtype) -> torch.Te
     return conv.weight.to(dtype)
 
 
+def conv1d_as_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int) -> torch.Tensor:
+    """``F.conv1d(x, weight, bias, padding=padding)`` (stride 1, no dilation) as one matrix product over the
+    unfolded input: [B, C, T] -> [B, O, T + 2 * padding - k + 1]."""
+    windows = F.pad(x, (padding, padding)).unfold(2, weight.shape[-1], 1)  # [B, C, T', k]
+    out = torch.einsum("bctk,ock->bot", windows, weight)
+    return out if bias is None else out + bias[:, None]
+
+
+def _conv1d_float32(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int) -> torch.Tensor:
+    """The convolution without TF32: on a GPU as a product (see the module docstring); on the host, where there is
+    no TF32, the convolution itself (the official fixtures were computed with it)."""
+    if x.is_cuda:
+        return conv1d_as_product(x, weight, bias, padding)
+    return F.conv1d(x, weight, bias, padding=padding)
+
+
 def _linear_head(head: nn.Linear, hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """|Linear(hidden^T)| per frame: [B, C, T] -> [B, T]."""
     bias = head.bias.to(dtype) if head.bias is not None else None
@@ -80,7 +99,7 @@ class ConvF0Predictor(nn.Module):
         x = mel.to(dtype)
         for conv in self.convs():
             bias = conv.bias.to(dtype) if conv.bias is not None else None
-            x = F.elu(F.conv1d(x, weight_in_dtype(conv, dtype), bias, padding=conv.padding))
+            x = F.elu(_conv1d_float32(x, weight_in_dtype(conv, dtype), bias, conv.padding[0]))
             if mask is not None:
                 x = x * mask.to(dtype)
         return _linear_head(self.classifier, x, dtype)

@@ -4,6 +4,7 @@ feeds the sine source's running phase, so float16-rounded predictor weights shif
 from __future__ import annotations
 
 import copy
+import tempfile
 
 import numpy as np
 import pytest
@@ -12,8 +13,10 @@ import torch
 from cosydesk.model import load
 from cosydesk.model.config import load_model_config
 from cosydesk.model.hift import build_hift
+from cosydesk.model.hift_f0 import conv1d_as_product
 from cosydesk.runtime.backends.eager import HalfHift, cast_except_f0, cast_model
 from cosydesk.synthetic.full_size import voice_random_f0, write_full_size_config
+from tests.conftest import cuda
 from tests.support.paths import fixture_dir
 
 
@@ -60,3 +63,29 @@ def test_a_voiced_full_size_half_vocoder_stays_close_to_float32_on_the_same_mel(
         ref = hift.inference(mel, zero_noise=True)
         half = HalfHift(cast_except_f0(copy.deepcopy(hift), torch.float16), torch.float16)
         assert _snr_db(half.inference(mel, zero_noise=True), ref) > 38
+
+
+def test_the_product_form_of_the_f0_convolutions_is_the_convolution():
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 80, 37, generator=g, dtype=torch.float64)
+    weight, bias = torch.randn(512, 80, 3, generator=g, dtype=torch.float64), torch.randn(512, generator=g, dtype=torch.float64)
+    expected = torch.nn.functional.conv1d(x, weight, bias, padding=1)
+    assert torch.allclose(conv1d_as_product(x, weight, bias, 1), expected, rtol=0, atol=1e-12)
+    assert torch.allclose(conv1d_as_product(x, weight, None, 1), expected - bias[:, None], rtol=0, atol=1e-12)
+
+
+@cuda
+def test_on_a_gpu_the_f0_predictor_is_float32_not_tf32():
+    """cuDNN's default TF32 convolutions moved f0 by ~0.1 Hz on a full-size head (H200); the products keep it at
+    float32 rounding, far below that, whatever ``cudnn.allow_tf32`` says."""
+    _, config = load_model_config(write_full_size_config(tempfile.mkdtemp(), "v2"))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        hift = build_hift(config["hift"]).eval().requires_grad_(False)
+    voice_random_f0(hift)
+    mel = torch.randn(1, 80, 150, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        exact = copy.deepcopy(hift.f0_predictor).double()(mel.double())
+        assert torch.backends.cudnn.allow_tf32  # torch's default, which the app keeps
+        on_gpu = hift.f0_predictor.cuda()(mel.cuda()).double().cpu()
+    assert float((on_gpu - exact).abs().max()) < 5e-3
