@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import gc
@@ -118,6 +119,25 @@ def kernel_paths(model) -> dict:
             # v3: the causal vocoder stream's window graphs, and its windows that ran eager
             "hift_window_graphs": len(model.hift.graphs) if causal_hift else 0,
             "hift_eager_calls": model.hift.eager_calls if causal_hift or isinstance(model.hift, GraphedHift) else None}
+
+
+@contextlib.contextmanager
+def float32_reference(on: bool):
+    """While ``on``: float32 convolutions and products without TF32. torch lets cuDNN round a float32 convolution's
+    operands to TF32 (10 mantissa bits) by default, which made the eager-fp32 reference itself an approximation: on
+    the H200 its vocoder's f0 moved 0.12 Hz from float32 (docs/bench/h200-wave13). The official fixtures are
+    float32 on the host, with no TF32. Restored on exit (the flags are process-wide)."""
+    import torch
+
+    if not on:
+        yield
+        return
+    before = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def run_backend(name: str, master, sentences: list[ForcedSentence], runs: int, warmup: int,

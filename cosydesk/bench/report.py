@@ -9,7 +9,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-from cosydesk.bench.backend_run import fidelity, run_backend
+from cosydesk.bench.backend_run import fidelity, float32_reference, run_backend
 from cosydesk.bench.inputs import CORPORA, PROMPT, TOKENS_PER_SECOND, CHARS_PER_SECOND, LoopOptions, corpus_path, corpus_stats, make_forced_sentences, read_corpus
 
 # --------------------------------------------------------------------------------------------------------
@@ -131,9 +131,10 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
         log(f"backend {name} ...")
         eager = name.startswith("eager")
         subset = sentences[:args.eager_limit] if (args.eager_limit and eager) else sentences
-        metrics, art = run_backend(name, master, subset, args.runs, args.warmup, sentences[:args.fidelity],
-                                   device, log=log, soak=0 if (eager and args.eager_limit) else args.soak,
-                                   loop=LoopOptions(args.sampler, args.first_chunk == "alone"))
+        with float32_reference(name == "eager-fp32"):  # the reference: float32, no TF32
+            metrics, art = run_backend(name, master, subset, args.runs, args.warmup, sentences[:args.fidelity],
+                                       device, log=log, soak=0 if (eager and args.eager_limit) else args.soak,
+                                       loop=LoopOptions(args.sampler, args.first_chunk == "alone"))
         metrics["sentences"] = len(subset) * args.runs
         results[name], artefacts[name] = metrics, art
         out_partial = Path(args.out)
@@ -163,7 +164,7 @@ def run_bench(args: argparse.Namespace, log=print) -> dict:
                      "first_chunk_shared_steps": first_chunk_shared_steps(),
                      "tokens_per_second": TOKENS_PER_SECOND, "chars_per_second": CHARS_PER_SECOND,
                      "prompt_tokens": PROMPT[master.version][0], "prompt_frames": PROMPT[master.version][1],
-                     "zero_noise": True, "seed": args.seed,
+                     "zero_noise": True, "seed": args.seed, "reference_tf32": False,
                      "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")},
         "backends": results,
         "series": series(artefacts),

@@ -115,3 +115,35 @@ def test_plot_is_optional_without_matplotlib(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     assert plot({"series": {}}, tmp_path / "x.png") is False
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_reference_runs_without_tf32_and_the_flags_come_back(tiny_v2, tmp_path, monkeypatch):
+    """cuDNN's default TF32 convolutions made the eager-fp32 reference an approximation: the bench turns TF32 off
+    for that backend only, and restores the process-wide flags afterwards, also when the run fails."""
+    import torch
+
+    from cosydesk.bench import report
+    from cosydesk.bench.backend_run import float32_reference
+
+    seen = {}
+
+    def fake_run_backend(name, *args, **kwargs):
+        seen[name] = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+        raise RuntimeError("stop after recording the flags")
+
+    monkeypatch.setattr(report, "run_backend", fake_run_backend)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("今天天气真不错。\n", encoding="utf-8")
+    before = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    # torch's flag objects are not plain attributes (monkeypatch cannot undo them): set and restored by hand
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        with pytest.raises(RuntimeError, match="stop after"):
+            main(["bench", "--model", str(tiny_v2), "--backends", "eager-fp32", "--corpus", str(corpus),
+                  "--out", str(tmp_path / "out")])
+        assert seen == {"eager-fp32": (False, False)}
+        assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32  # restored after the failure
+        with float32_reference(False):  # any other backend: the flags as they were
+            assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before
