@@ -41,9 +41,9 @@ def hift_dtype(version: str, dtype: torch.dtype) -> torch.dtype:
 def cast_except_f0(hift, dtype: torch.dtype):
     """``hift`` (in place) in ``dtype`` except its f0 predictor, which keeps float32 weights. f0 feeds the sine
     source's phase, a running sum over the sentence: with the predictor's weights rounded to float16, f0 moved by up
-    to 0.16 Hz and the float16 vocoder's waveform SNR against float32 on the same mel was 12 dB; with them kept
-    float32, 36 dB (full-size v2 HiFT, voiced random weights, CPU: docs/bench/h200-wave12). The predictor is
-    ~4 M parameters of the vocoder's ~21 M and runs once per call."""
+    to 0.18 Hz and the float16 vocoder's waveform SNR against float32 on the same mel was 11.5 dB; with them kept
+    float32 (and its convolutions free of TF32, ``model.hift_f0``), 35.8 dB (full-size v2 HiFT, voiced random
+    weights, H200: docs/bench/h200-wave13). The predictor runs once per call."""
     predictor = hift.f0_predictor
     hift.f0_predictor = None  # out of the module tree while the rest is cast
     try:
