@@ -4,7 +4,6 @@ feeds the sine source's running phase, so float16-rounded predictor weights shif
 from __future__ import annotations
 
 import copy
-import tempfile
 
 import numpy as np
 import pytest
@@ -23,6 +22,16 @@ from tests.support.paths import fixture_dir
 def _snr_db(test: torch.Tensor, ref: torch.Tensor) -> float:
     a, b = test.double().numpy(), ref.double().numpy()
     return float(10 * np.log10((b ** 2).sum() / ((a - b) ** 2).sum()))
+
+
+def _voiced_full_size_v2_hift(workdir):
+    """A full-size v2 HiFT with seeded random weights, its f0 head voiced (``voice_random_f0``), float32 on the host."""
+    _, config = load_model_config(write_full_size_config(workdir, "v2"))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        hift = build_hift(config["hift"]).eval().requires_grad_(False)
+    voice_random_f0(hift)
+    return hift
 
 
 def test_everything_but_the_f0_predictor_is_cast_and_its_weights_are_untouched():
@@ -53,11 +62,7 @@ def test_cast_model_gives_the_half_vocoder_a_float32_pitch(version):
 def test_a_voiced_full_size_half_vocoder_stays_close_to_float32_on_the_same_mel(tmp_path):
     """Full-size v2 HiFT, voiced (``voice_random_f0``), 0.5 s: with every weight in float16 the waveform SNR against
     float32 was 30 dB here (12 dB over 3 s, as phase errors add up); with the f0 predictor kept float32, 44 dB."""
-    _, config = load_model_config(write_full_size_config(tmp_path, "v2"))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        hift = build_hift(config["hift"]).eval().requires_grad_(False)
-    voice_random_f0(hift)
+    hift = _voiced_full_size_v2_hift(tmp_path)
     mel = torch.randn(1, 80, 25, generator=torch.Generator().manual_seed(1))
     with torch.inference_mode():
         ref = hift.inference(mel, zero_noise=True)
@@ -75,14 +80,10 @@ def test_the_product_form_of_the_f0_convolutions_is_the_convolution():
 
 
 @cuda
-def test_on_a_gpu_the_f0_predictor_is_float32_not_tf32():
+def test_on_a_gpu_the_f0_predictor_is_float32_not_tf32(tmp_path):
     """cuDNN's default TF32 convolutions moved f0 by ~0.1 Hz on a full-size head (H200); the products keep it at
     float32 rounding, far below that, whatever ``cudnn.allow_tf32`` says."""
-    _, config = load_model_config(write_full_size_config(tempfile.mkdtemp(), "v2"))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        hift = build_hift(config["hift"]).eval().requires_grad_(False)
-    voice_random_f0(hift)
+    hift = _voiced_full_size_v2_hift(tmp_path)
     mel = torch.randn(1, 80, 150, generator=torch.Generator().manual_seed(1))
     with torch.inference_mode():
         exact = copy.deepcopy(hift.f0_predictor).double()(mel.double())
