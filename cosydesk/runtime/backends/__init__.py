@@ -88,8 +88,9 @@ def place_model(model, device, backend: str):
         prepare_on_host(model, dtype)
     model.llm.to(device=device, dtype=dtype)
     model.flow.to(device=device, dtype=dtype)
-    if hift_dtype(model.version, dtype) != torch.float32:
-        cast_except_f0(model.hift, hift_dtype(model.version, dtype))  # on the host: the dtypes cast_model then keeps
+    vocoder_dtype = hift_dtype(model.version, dtype)
+    if vocoder_dtype != torch.float32:
+        cast_except_f0(model.hift, vocoder_dtype)  # on the host: the dtypes cast_model then keeps
     model.hift.to(device=device)
     return dataclasses.replace(model, device=device)
 
