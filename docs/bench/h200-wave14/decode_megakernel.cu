@@ -32,6 +32,9 @@ typedef unsigned long long u64;
 #ifndef PROBE_MODE
 #define PROBE_MODE 0
 #endif
+#ifndef PROBE_TIMES
+#define PROBE_TIMES 0
+#endif
 
 // ---- float16 without cuda_fp16.h (NVRTC may not find it): conversions in PTX -------------------------------
 __device__ __forceinline__ float h2f(u32 h) {
@@ -85,7 +88,9 @@ __device__ __forceinline__ void copy_span(char* dst, const char* src, int bytes)
     for (int off = threadIdx.x * 16; off < bytes; off += THREADS * 16)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(base + off), "l"(src + off) : "memory");
 }
+#ifndef USE_TMA
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+#endif
 // the slice needed now is the 4th-newest group: the three slices issued after it may still be in flight
 __device__ __forceinline__ void wait_slice() {
     asm volatile("cp.async.wait_group 3;" ::: "memory");
@@ -100,6 +105,7 @@ __device__ __forceinline__ int rows_of(int total, int per_block) {
 // per layer: ln1, w_qkv, b_qkv, w_o, ln2, w_gate_up, w_down (device pointers)
 enum { LN1, W_QKV, B_QKV, W_O, LN2, W_GU, W_DOWN, PER_LAYER };
 
+#ifndef USE_TMA
 __device__ void issue_slice(int phase, const u64* layer, char* smem) {
     const int b = blockIdx.x;
     if (phase == 0) {
@@ -117,23 +123,85 @@ __device__ void issue_slice(int phase, const u64* layer, char* smem) {
     }
     commit();
 }
+__device__ __forceinline__ void wait_phase_slice(int phase, int layer, char* smem) { wait_slice(); }
+__device__ __forceinline__ void init_slices(char* smem) {}
+#else
+// Hopper bulk copies (TMA): thread 0 issues a few instructions per slice; an mbarrier per region counts the bytes
+#define OFF_MBAR (OFF_SCRATCH + 2880)
+__device__ __forceinline__ u32 mbar(char* smem, int phase) { return smem_addr(smem + OFF_MBAR + 8 * phase); }
+__device__ __forceinline__ void init_slices(char* smem) {
+    if (threadIdx.x == 0) {
+        for (int p = 0; p < 4; ++p) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mbar(smem, p)) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+__device__ __forceinline__ void bulk(char* dst, const char* src, int bytes, u32 bar) {
+    for (int off = 0; off < bytes; off += 16384) {
+        const int n = bytes - off < 16384 ? bytes - off : 16384;
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(smem_addr(dst + off)), "l"(src + off), "r"(n), "r"(bar) : "memory");
+    }
+}
+__device__ void issue_slice(int phase, const u64* layer, char* smem) {
+    if (threadIdx.x != 0) return;
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the region was read by ordinary loads
+    const int b = blockIdx.x;
+    const u32 bar = mbar(smem, phase);
+    int bytes;
+    if (phase == 0) bytes = rows_of(QKV_N, ROWS_QKV) * HIDDEN * 2;
+    else if (phase == 1) bytes = rows_of(HIDDEN, ROWS_O) * HIDDEN * 2;
+    else if (phase == 2) bytes = rows_of(INNER, ROWS_GU) * HIDDEN * 2;
+    else bytes = rows_of(HIDDEN, ROWS_DOWN) * INNER * 2;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(phase == 2 ? 2 * bytes : bytes) : "memory");
+    if (phase == 0) {
+        bulk(smem, (const char*)layer[W_QKV] + (size_t)b * TILE_QKV, bytes, bar);
+    } else if (phase == 1) {
+        bulk(smem + OFF_O, (const char*)layer[W_O] + (size_t)b * TILE_O, bytes, bar);
+    } else if (phase == 2) {
+        const char* w = (const char*)layer[W_GU];
+        bulk(smem + OFF_GU, w + (size_t)b * ROWS_GU * HIDDEN * 2, bytes, bar);
+        bulk(smem + OFF_GU + ROWS_GU * HIDDEN * 2, w + ((size_t)INNER + b * ROWS_GU) * HIDDEN * 2, bytes, bar);
+    } else {
+        bulk(smem + OFF_DOWN, (const char*)layer[W_DOWN] + (size_t)b * TILE_DOWN, bytes, bar);
+    }
+}
+__device__ __forceinline__ void commit() {}
+__device__ __forceinline__ void wait_phase_slice(int phase, int layer, char* smem) {
+    const u32 bar = mbar(smem, phase), parity = layer & 1;
+    u32 done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+#endif
 
 // ---- grid barrier ---------------------------------------------------------------------------------------------
 #ifndef FLAG_BARRIER
-// a 64-bit arrival counter that only grows (no reset, no overflow in practice)
-__device__ __forceinline__ void grid_sync(u64* counter) {
+// a 64-bit arrival counter that only grows (no reset, no overflow in practice); arrive and wait apart, so that a
+// block can issue its next copies between them
+__device__ __forceinline__ u64 grid_arrive(u64* counter) {
     __syncthreads();
+    u64 target = 0;
     if (threadIdx.x == 0) {
-        u64 old, seen;
+        u64 old;
         __threadfence();
         asm volatile("atom.release.gpu.global.add.u64 %0, [%1], 1;" : "=l"(old) : "l"(counter) : "memory");
-        const u64 target = (old / BLOCKS + 1) * BLOCKS;
+        target = (old / BLOCKS + 1) * BLOCKS;
+    }
+    return target;
+}
+__device__ __forceinline__ void grid_wait(u64* counter, u64 target) {
+    if (threadIdx.x == 0) {
+        u64 seen;
         do {
             asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(seen) : "l"(counter) : "memory");
         } while (seen < target);
     }
     __syncthreads();
 }
+__device__ __forceinline__ void grid_sync(u64* counter) { grid_wait(counter, grid_arrive(counter)); }
 #else
 // one flag per block (its barrier count, only grows): each block stores its own and warp 0 polls all of them,
 // so arrivals do not serialize on one address
@@ -157,6 +225,8 @@ __device__ __forceinline__ void grid_sync(u64* flags) {
     }
     __syncthreads();
 }
+__device__ __forceinline__ u64 grid_arrive(u64*) { return 0; }
+__device__ __forceinline__ void grid_wait(u64* flags, u64) { grid_sync(flags); }
 #endif
 
 // ---- the phases ---------------------------------------------------------------------------------------------
@@ -356,9 +426,19 @@ __device__ void phase_down(const half_t* act, half_t* x, char* smem) {
 #pragma unroll
     for (int r = 0; r < ROWS_DOWN; ++r) acc[r] = 0.f;
     const uint4* w = (const uint4*)(smem + OFF_DOWN);
-    for (int v = tid; v < VI; v += THREADS) {  // the reduction split over the whole block
+    constexpr int PER_THREAD = (VI + THREADS - 1) / THREADS;  // the reduction split over the whole block
+    uint4 loaded[PER_THREAD];
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {  // all the activation loads in flight at once
+        const int v = tid + j * THREADS;
+        if (v < VI) loaded[j] = ld_cg4(act + v * 8);
+    }
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {
+        const int v = tid + j * THREADS;
+        if (v >= VI) break;
         float a[8];
-        unpack8(ld_cg4(act + v * 8), a);
+        unpack8(loaded[j], a);
 #pragma unroll
         for (int r = 0; r < ROWS_DOWN; ++r) {
             if (r < n) {
@@ -397,6 +477,8 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
 #endif
 #if PROBE_MODE >= 2  // timing probe: no barriers (wrong results)
 #define grid_sync(c) __syncthreads()
+#define grid_arrive(c) (__syncthreads(), 0ull)
+#define grid_wait(c, t) __syncthreads()
 #endif
 #if PROBE_MODE == 3  // timing probe: the weight copies alone (no barriers, no phase math)
 #define phase_qkv(...) ((void)0)
@@ -405,34 +487,58 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
 #define phase_gate_up(...) ((void)0)
 #define phase_down(...) ((void)0)
 #endif
+#if PROBE_TIMES  // per block, 10 clock stamps a layer after the barrier words
+    u64* stamps = barrier + BLOCKS + (size_t)blockIdx.x * 10 * LAYERS;
+#define STAMP(i) do { if (threadIdx.x == 0) stamps[layer * 10 + (i)] = clock64(); } while (0)
+#else
+#define STAMP(i) do {} while (0)
+#endif
+    init_slices(smem);
     for (int phase = 0; phase < 4; ++phase) issue_slice(phase, weights, smem);
     for (int layer = 0; layer < LAYERS; ++layer) {
         const u64* w = weights + layer * PER_LAYER;
         const u64* next = layer + 1 < LAYERS ? w + PER_LAYER : nullptr;
-        // after each weighted phase its slice of the next layer is issued (an empty group after the last layer,
-        // so that the slice needed is always the 4th-newest group)
-        wait_slice();
+        // after each weighted phase its slice of the next layer is issued (cp.async: an empty group after the
+        // last layer, so that the slice needed is always the 4th-newest group), between arriving and waiting
+        u64 t;
+        STAMP(0);
+        wait_phase_slice(0, layer, smem);
         phase_qkv(w, x, qkv, eps, smem);
-        __syncthreads();
+        STAMP(1);
+        t = grid_arrive(barrier);
         if (next) issue_slice(0, next, smem); else commit();
-        grid_sync(barrier);
+        grid_wait(barrier, t);
+        STAMP(2);
         if (blockIdx.x < HEADS) phase_attention(layer, pos, qkv, k_cache, v_cache, cos_t, sin_t, attn, scale, smem);
+        STAMP(3);
         grid_sync(barrier);
-        wait_slice();
+        STAMP(4);
+        wait_phase_slice(1, layer, smem);
         phase_output(attn, x, smem);
-        __syncthreads();
+        STAMP(5);
+        t = grid_arrive(barrier);
         if (next) issue_slice(1, next, smem); else commit();
-        grid_sync(barrier);
-        wait_slice();
+        grid_wait(barrier, t);
+        STAMP(6);
+        wait_phase_slice(2, layer, smem);
         phase_gate_up(w, x, act, eps, smem);
-        __syncthreads();
+        STAMP(7);
+        t = grid_arrive(barrier);
         if (next) issue_slice(2, next, smem); else commit();
-        grid_sync(barrier);
-        wait_slice();
+        grid_wait(barrier, t);
+        STAMP(8);
+        wait_phase_slice(3, layer, smem);
         phase_down(act, x, smem);
-        __syncthreads();
-        if (next) issue_slice(3, next, smem); else commit();
-        if (next) grid_sync(barrier);
+        STAMP(9);
+        if (next) {
+            t = grid_arrive(barrier);
+            issue_slice(3, next, smem);
+            grid_wait(barrier, t);
+        } else {
+            commit();
+        }
     }
+#ifndef USE_TMA
     asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }

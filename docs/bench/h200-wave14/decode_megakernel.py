@@ -54,7 +54,7 @@ def plan(blocks: int, hidden: int, inner: int, heads: int, kv_heads: int, head_d
     rows = [math.ceil(n / blocks) for n in (qkv_rows, hidden, inner, hidden)]
     tiles = 2 * hidden * (rows[0] + rows[1] + 2 * rows[2]) + 2 * inner * rows[3]
     warps = THREADS // 32
-    scratch = max(4 * (3 * head_dim + warps * (head_dim + 2)), 4 * warps * rows[3])
+    scratch = max(4 * (3 * head_dim + warps * (head_dim + 2)), 4 * warps * rows[3]) + 32  # + 4 mbarriers
     return MegakernelPlan(blocks, *rows, shared_bytes=tiles + scratch)
 
 
@@ -135,7 +135,8 @@ class MegakernelDecoder:
         self.qkv = new(first.w_qkv.shape[0])
         self.attn = new(heads * head_dim)
         self.act = new(inner)
-        self.barrier = new(blocks, torch.int64)  # the grid barrier's counter(s) (only grow)
+        # the grid barrier's counter(s) (only grow), then room for PROBE_TIMES's clock stamps
+        self.barrier = new(blocks * (1 + 10 * len(layers)), torch.int64)
         self.pointers = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64, device=device)
 
     @property

@@ -1,0 +1,94 @@
+"""H200 probe 3: the megakernel after the first reading. Changes in decode_megakernel.cu: the barrier split into
+arrive / wait with the next slice's copies issued between them (the copies no longer delay the arrival), and
+the down projection's activation loads issued together. Variants: cp.async or Hopper bulk copies (USE_TMA);
+each with and without barriers (PROBE_MODE=2); one run with clock stamps (PROBE_TIMES) for where a layer's time
+goes per block. Numerics against the Triton step; graph replays at positions 70 and 300 (median of 20 batches
+of 50). Writes JSON to argv[1]."""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+import decode_megakernel as dm  # noqa: E402  (beside this script)
+
+from cosydesk.runtime.backends.cudagraph import decode_kernels as dk  # noqa: E402
+from cosydesk.runtime.backends.cudagraph.qwen import LayerWeights  # noqa: E402
+
+L, H, I, NH, KV, HD, V, MAXLEN = 24, 896, 4864, 14, 2, 64, 6564, 1536
+dev = torch.device("cuda")
+g = torch.Generator().manual_seed(0)
+r = lambda *s, k=0.03: (torch.randn(*s, generator=g) * k).to(dev, torch.float16)  # noqa: E731
+layers = [LayerWeights(1 + r(H, k=0.1), r((NH + 2 * KV) * HD, H), r((NH + 2 * KV) * HD, k=0.3), r(H, H),
+                       1 + r(H, k=0.1), r(2 * I, H), r(H, I), 1e-6) for _ in range(L)]
+norm, head_w, head_b = 1 + r(H, k=0.1), r(V, H, k=0.05), r(V, k=0.1)
+inv = 1.0 / (1e6 ** (torch.arange(0, HD, 2, dtype=torch.float32) / HD))
+table = torch.cat([torch.outer(torch.arange(MAXLEN, dtype=torch.float32), inv)] * 2, -1)
+cos, sin = table.cos().to(dev), table.sin().to(dev)
+cache0 = (torch.randn(2, L, 1, KV, MAXLEN, HD, generator=g) * 0.5).to(dev, torch.float16)
+rows = torch.randn(64, H, generator=g).to(dev, torch.float16)
+
+
+def logits_at(d, pos, caches, row):
+    logits = torch.zeros(V, device=dev)
+    d.x.copy_(row)
+    d.step(caches[0], caches[1], cos, sin, torch.tensor([pos], device=dev), logits)
+    torch.cuda.synchronize()
+    return logits
+
+
+def replay_us(d, pos):
+    caches = cache0.clone()
+    logits = torch.zeros(V, device=dev)
+    position = torch.tensor([pos], device=dev)
+    body = lambda: d.step(caches[0], caches[1], cos, sin, position, logits)  # noqa: E731
+    body()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    for _ in range(20):
+        graph.replay()
+    times = []
+    for _ in range(20):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(50):
+            graph.replay()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1000 / 50)
+    return round(sorted(times)[10], 1)
+
+
+tri = dk.TritonDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD)
+ref = {pos: logits_at(tri, pos, cache0.clone(), rows[pos % 64]) for pos in (0, 70, 300, 1535)}
+out = {"triton_us": {p: replay_us(tri, p) for p in (70, 300)}}
+print("triton", out["triton_us"], flush=True)
+variants = {"cp.async": (), "tma": ("-DUSE_TMA",), "cp.async-no-barriers": ("-DPROBE_MODE=2",),
+            "tma-no-barriers": ("-DUSE_TMA", "-DPROBE_MODE=2"), "tma-copies-only": ("-DUSE_TMA", "-DPROBE_MODE=3"),
+            "tma-stamps": ("-DUSE_TMA", "-DPROBE_TIMES=1")}
+for name, extra in variants.items():
+    d = dm.MegakernelDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD, MAXLEN, extra_defines=extra)
+    res = {"us": {p: replay_us(d, p) for p in (70, 300)}}
+    if "PROBE_MODE" not in " ".join(extra):
+        res["max_abs_vs_triton"] = max((logits_at(d, p, cache0.clone(), rows[p % 64]) - ref[p]).abs().max().item()
+                                       for p in ref)
+    if "-DPROBE_TIMES=1" in extra:
+        logits_at(d, 70, cache0.clone(), rows[0])
+        st = d.barrier[d.plan.blocks:].view(d.plan.blocks, L, 10).double().cpu()
+        seg = st.diff(dim=2)  # segment i: stamp i -> i+1 (cycles)
+        names = ["qkv (wait+math)", "barrier 1", "attention", "barrier 2", "output (wait+math)", "barrier 3",
+                 "gate/up (wait+math)", "barrier 4", "down (wait+math)"]
+        nxt = (st[:, 1:, 0] - st[:, :-1, 9])  # down end -> next layer start: barrier 5
+        res["cycles_per_layer"] = {}
+        for b in (0, 13, 14, 64, 131):
+            row = {n: round(float(seg[b, 1:-1, i].median()), 0) for i, n in enumerate(names)}
+            row["barrier 5"] = round(float(nxt[b, 1:].median()), 0)
+            row["layer total"] = round(float((st[b, 2:, 0] - st[b, 1:-1, 0]).median()), 0)
+            res["cycles_per_layer"][f"block {b}"] = row
+    out[name] = res
+    print(name, json.dumps(res), flush=True)
+json.dump(out, open(sys.argv[1], "w"), indent=1)
