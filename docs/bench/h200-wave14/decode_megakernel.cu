@@ -234,11 +234,20 @@ __device__ __forceinline__ void grid_wait(u64* flags, u64) { grid_sync(flags); }
 __device__ void normed(const half_t* x, const half_t* ln, float eps, float h[LANE_VH][8]) {
     const int lane = threadIdx.x & 31;
     float ss = 0.f;
+    uint4 xs[LANE_VH], lns[LANE_VH];
+#pragma unroll
+    for (int j = 0; j < LANE_VH; ++j) {  // the input and the norm weight in one round trip
+        const int v = lane + 32 * j;
+        if (v < VH) {
+            xs[j] = ld_cg4(x + v * 8);
+            lns[j] = *(const uint4*)(ln + v * 8);
+        }
+    }
 #pragma unroll
     for (int j = 0; j < LANE_VH; ++j) {
         const int v = lane + 32 * j;
         if (v < VH) {
-            unpack8(ld_cg4(x + v * 8), h[j]);
+            unpack8(xs[j], h[j]);
 #pragma unroll
             for (int e = 0; e < 8; ++e) ss += h[j][e] * h[j][e];
         }
@@ -249,7 +258,7 @@ __device__ void normed(const half_t* x, const half_t* ln, float eps, float h[LAN
         const int v = lane + 32 * j;
         if (v < VH) {
             float w[8];
-            unpack8(*(const uint4*)(ln + v * 8), w);
+            unpack8(lns[j], w);
 #pragma unroll
             for (int e = 0; e < 8; ++e) h[j][e] = rh(rh(h[j][e] * rstd) * w[e]);
         }
@@ -266,35 +275,51 @@ __device__ void lane_share(const half_t* a, float h[LANE_VH][8]) {
     }
 }
 
-// W[row] . h over a hidden-size row in shared memory, summed over the warp (every lane gets it)
-__device__ __forceinline__ float row_dot(const char* row, const float h[LANE_VH][8]) {
+// W[rows[i]] . h for up to N rows at once: the partial sums first, then the N reductions interleaved
+template <int N>
+__device__ __forceinline__ void row_dots(const char* base, int first, int count, const float h[LANE_VH][8],
+                                         float* out) {
     const int lane = threadIdx.x & 31;
-    const uint4* r = (const uint4*)row;
-    float acc = 0.f;
 #pragma unroll
-    for (int j = 0; j < LANE_VH; ++j) {
-        const int v = lane + 32 * j;
-        if (v < VH) {
-            float w[8];
-            unpack8(r[v], w);
+    for (int i = 0; i < N; ++i) {
+        out[i] = 0.f;
+        if (i < count) {
+            const uint4* r = (const uint4*)(base + (first + i * WARPS) * HIDDEN * 2);
 #pragma unroll
-            for (int e = 0; e < 8; ++e) acc += w[e] * h[j][e];
+            for (int j = 0; j < LANE_VH; ++j) {
+                const int v = lane + 32 * j;
+                if (v < VH) {
+                    float w[8];
+                    unpack8(r[v], w);
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) out[i] += w[e] * h[j][e];
+                }
+            }
         }
     }
-    return warp_sum(acc);
+#pragma unroll
+    for (int off = 16; off; off >>= 1) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) out[i] += __shfl_xor_sync(0xffffffffu, out[i], off);
+    }
 }
 
 __device__ void phase_qkv(const u64* layer, const half_t* x, half_t* qkv, float eps, const char* smem) {
     const int n = rows_of(QKV_N, ROWS_QKV), warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     if (warp >= n) return;
-    float h[LANE_VH][8];
-    normed(x, (const half_t*)layer[LN1], eps, h);
     const half_t* bias = (const half_t*)layer[B_QKV];
     const int r0 = blockIdx.x * ROWS_QKV;
-    for (int r = warp; r < n; r += WARPS) {
-        const float acc = row_dot(smem + r * HIDDEN * 2, h);
-        if (lane == 0) qkv[r0 + r] = f2h(acc + h2f(bias[r0 + r]));
-    }
+    constexpr int PER_WARP = (ROWS_QKV + WARPS - 1) / WARPS;
+    float b[PER_WARP], acc[PER_WARP];
+#pragma unroll
+    for (int i = 0; i < PER_WARP; ++i) b[i] = warp + i * WARPS < n ? h2f(bias[r0 + warp + i * WARPS]) : 0.f;
+    float h[LANE_VH][8];
+    normed(x, (const half_t*)layer[LN1], eps, h);
+    const int count = (n - warp + WARPS - 1) / WARPS;
+    row_dots<PER_WARP>(smem, warp, count, h, acc);
+#pragma unroll
+    for (int i = 0; i < PER_WARP; ++i)
+        if (lane == 0 && i < count) qkv[r0 + warp + i * WARPS] = f2h(acc[i] + b[i]);
 }
 
 // rotate-half rotary of element d of the head vector at p (float16 in, float16-rounded float out)
@@ -305,7 +330,7 @@ __device__ __forceinline__ float rotated(const half_t* p, int d, float c, float 
 }
 
 __device__ void phase_attention(int layer, long long pos, const half_t* qkv, half_t* k_cache, half_t* v_cache,
-                                const float* cos_t, const float* sin_t, half_t* out, float scale, char* smem) {
+                                float c, float s, half_t* out, float scale, char* smem) {
     const int head = blockIdx.x, kvh = head / GROUP, tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
     float* qs = (float*)(smem + OFF_SCRATCH);  // q, new k, new v of this step (float16 values)
     float* ks = qs + HEAD_DIM;
@@ -315,7 +340,6 @@ __device__ void phase_attention(int layer, long long pos, const half_t* qkv, hal
     const size_t base = ((size_t)layer * KV_HEADS + kvh) * MAX_LEN * HEAD_DIM;
     if (tid < HEAD_DIM) {
         const int d = tid;
-        const float c = inside ? cos_t[pos * HEAD_DIM + d] : 0.f, s = inside ? sin_t[pos * HEAD_DIM + d] : 0.f;
         qs[d] = rotated(qkv + head * HEAD_DIM, d, c, s);
         ks[d] = rotated(qkv + (HEADS + kvh) * HEAD_DIM, d, c, s);
         vs[d] = h2f(ld_cg_half(qkv + (HEADS + KV_HEADS + kvh) * HEAD_DIM + d));
@@ -394,16 +418,32 @@ __device__ void phase_attention(int layer, long long pos, const half_t* qkv, hal
     }
 }
 
+// the head's cache rows below pos (written by earlier steps) fetched into L2 before the q/k/v are awaited
+__device__ __forceinline__ void prefetch_keys(int layer, long long pos, const half_t* k_cache, const half_t* v_cache) {
+    const size_t base = ((size_t)layer * KV_HEADS + blockIdx.x / GROUP) * MAX_LEN * HEAD_DIM;
+    const long long last = pos < MAX_LEN ? pos : 0;
+    for (long long j = threadIdx.x; j < last; j += THREADS) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(k_cache + base + j * HEAD_DIM));
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(v_cache + base + j * HEAD_DIM));
+    }
+}
+
 __device__ void phase_output(const half_t* attn, half_t* x, const char* smem) {
     const int n = rows_of(HIDDEN, ROWS_O), warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     if (warp >= n) return;
+    const int r0 = blockIdx.x * ROWS_O;
+    constexpr int PER_WARP = (ROWS_O + WARPS - 1) / WARPS;
+    float res[PER_WARP], acc[PER_WARP];
+#pragma unroll
+    for (int i = 0; i < PER_WARP; ++i)  // the residual rows with the input, one round trip
+        res[i] = warp + i * WARPS < n ? h2f(ld_cg_half(x + r0 + warp + i * WARPS)) : 0.f;
     float a[LANE_VH][8];
     lane_share(attn, a);
-    const int r0 = blockIdx.x * ROWS_O;
-    for (int r = warp; r < n; r += WARPS) {
-        const float acc = row_dot(smem + OFF_O + r * HIDDEN * 2, a);
-        if (lane == 0) x[r0 + r] = f2h(h2f(ld_cg_half(x + r0 + r)) + rh(acc));
-    }
+    const int count = (n - warp + WARPS - 1) / WARPS;
+    row_dots<PER_WARP>(smem + OFF_O, warp, count, a, acc);
+#pragma unroll
+    for (int i = 0; i < PER_WARP; ++i)
+        if (lane == 0 && i < count) x[r0 + warp + i * WARPS] = f2h(res[i] + rh(acc[i]));
 }
 
 __device__ void phase_gate_up(const u64* layer, const half_t* x, half_t* act, float eps, const char* smem) {
@@ -412,11 +452,16 @@ __device__ void phase_gate_up(const u64* layer, const half_t* x, half_t* act, fl
     float h[LANE_VH][8];
     normed(x, (const half_t*)layer[LN2], eps, h);
     const int r0 = blockIdx.x * ROWS_GU;
-    for (int r = warp; r < n; r += WARPS) {
-        float gate = rh(row_dot(smem + OFF_GU + r * HIDDEN * 2, h));
-        const float up = rh(row_dot(smem + OFF_GU + (ROWS_GU + r) * HIDDEN * 2, h));
+    constexpr int PER_WARP = (ROWS_GU + WARPS - 1) / WARPS;
+    const int count = (n - warp + WARPS - 1) / WARPS;
+    float gates[PER_WARP], ups[PER_WARP];
+    row_dots<PER_WARP>(smem + OFF_GU, warp, count, h, gates);
+    row_dots<PER_WARP>(smem + OFF_GU + ROWS_GU * HIDDEN * 2, warp, count, h, ups);
+#pragma unroll
+    for (int i = 0; i < PER_WARP; ++i) {
+        float gate = rh(gates[i]);
         gate = rh(gate / (1.f + __expf(-gate)));
-        if (lane == 0) act[r0 + r] = f2h(gate * up);
+        if (lane == 0 && i < count) act[r0 + warp + i * WARPS] = f2h(gate * rh(ups[i]));
     }
 }
 
@@ -427,6 +472,8 @@ __device__ void phase_down(const half_t* act, half_t* x, char* smem) {
     for (int r = 0; r < ROWS_DOWN; ++r) acc[r] = 0.f;
     const uint4* w = (const uint4*)(smem + OFF_DOWN);
     constexpr int PER_THREAD = (VI + THREADS - 1) / THREADS;  // the reduction split over the whole block
+    const int row = blockIdx.x * ROWS_DOWN + tid;
+    const float res = tid < n ? h2f(ld_cg_half(x + row)) : 0.f;  // with the activations, one round trip
     uint4 loaded[PER_THREAD];
 #pragma unroll
     for (int j = 0; j < PER_THREAD; ++j) {  // all the activation loads in flight at once
@@ -459,8 +506,7 @@ __device__ void phase_down(const half_t* act, half_t* x, char* smem) {
     if (tid < n) {
         float s = 0.f;
         for (int i = 0; i < WARPS; ++i) s += red[i * ROWS_DOWN + tid];
-        const int row = blockIdx.x * ROWS_DOWN + tid;
-        x[row] = f2h(h2f(ld_cg_half(x + row)) + rh(s));
+        x[row] = f2h(res + rh(s));
     }
 }
 
@@ -471,6 +517,10 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
     extern __shared__ __align__(16) char smem[];
     const float eps = (float)eps_d, scale = (float)scale_d;
     const long long pos = *position;
+    // this step's rotary row, for the threads that rotate (the same in every layer)
+    const bool rotates = threadIdx.x < HEAD_DIM && pos < MAX_LEN;
+    const float rot_c = rotates ? cos_t[pos * HEAD_DIM + threadIdx.x] : 0.f;
+    const float rot_s = rotates ? sin_t[pos * HEAD_DIM + threadIdx.x] : 0.f;
 #if PROBE_MODE == 1  // timing probe: the barriers alone
     for (int i = 0; i < 5 * LAYERS - 1; ++i) grid_sync(barrier);
     return;
@@ -507,9 +557,10 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
         STAMP(1);
         t = grid_arrive(barrier);
         if (next) issue_slice(0, next, smem); else commit();
+        if (blockIdx.x < HEADS) prefetch_keys(layer, pos, k_cache, v_cache);
         grid_wait(barrier, t);
         STAMP(2);
-        if (blockIdx.x < HEADS) phase_attention(layer, pos, qkv, k_cache, v_cache, cos_t, sin_t, attn, scale, smem);
+        if (blockIdx.x < HEADS) phase_attention(layer, pos, qkv, k_cache, v_cache, rot_c, rot_s, attn, scale, smem);
         STAMP(3);
         grid_sync(barrier);
         STAMP(4);
