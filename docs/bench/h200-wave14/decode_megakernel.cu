@@ -186,7 +186,9 @@ __device__ __forceinline__ u64 grid_arrive(u64* counter) {
     u64 target = 0;
     if (threadIdx.x == 0) {
         u64 old;
+#ifndef NO_FENCE  // the atomic is a release already; the fence is the cooperative-groups habit
         __threadfence();
+#endif
         asm volatile("atom.release.gpu.global.add.u64 %0, [%1], 1;" : "=l"(old) : "l"(counter) : "memory");
         target = (old / BLOCKS + 1) * BLOCKS;
     }
@@ -428,6 +430,14 @@ __device__ __forceinline__ void prefetch_keys(int layer, long long pos, const ha
     }
 }
 
+// a small weight vector fetched into L2 before a barrier's wait (the weight stream evicts it every layer)
+__device__ __forceinline__ void prefetch_vector(const void* p, int bytes) {
+#ifdef PREFETCH_NORMS
+    for (int off = threadIdx.x * 128; off < bytes; off += THREADS * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"((const char*)p + off));
+#endif
+}
+
 __device__ void phase_output(const half_t* attn, half_t* x, const char* smem) {
     const int n = rows_of(HIDDEN, ROWS_O), warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     if (warp >= n) return;
@@ -569,6 +579,7 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
         STAMP(5);
         t = grid_arrive(barrier);
         if (next) issue_slice(1, next, smem); else commit();
+        prefetch_vector((const void*)w[LN2], HIDDEN * 2);
         grid_wait(barrier, t);
         STAMP(6);
         wait_phase_slice(2, layer, smem);
@@ -584,6 +595,8 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
         if (next) {
             t = grid_arrive(barrier);
             issue_slice(3, next, smem);
+            prefetch_vector((const void*)next[LN1], HIDDEN * 2);
+            prefetch_vector((const void*)(next[B_QKV] + (size_t)blockIdx.x * ROWS_QKV * 2), ROWS_QKV * 2);
             grid_wait(barrier, t);
         } else {
             commit();

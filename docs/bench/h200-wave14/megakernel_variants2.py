@@ -67,9 +67,15 @@ tri = dk.TritonDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD)
 ref = {pos: logits_at(tri, pos, cache0.clone(), rows[pos % 64]) for pos in (0, 70, 300, 1535)}
 out = {"triton_us": {p: replay_us(tri, p) for p in (70, 300)}}
 print("triton", out["triton_us"], flush=True)
+VARIANTS_CALL5 = {"tma": ("-DUSE_TMA",), "tma-no-fence": ("-DUSE_TMA", "-DNO_FENCE"),
+                  "tma-prefetch-norms": ("-DUSE_TMA", "-DPREFETCH_NORMS"),
+                  "tma-both": ("-DUSE_TMA", "-DNO_FENCE", "-DPREFETCH_NORMS"),
+                  "tma-both-stamps": ("-DUSE_TMA", "-DNO_FENCE", "-DPREFETCH_NORMS", "-DPROBE_TIMES=1")}
 variants = {"cp.async": (), "tma": ("-DUSE_TMA",), "cp.async-no-barriers": ("-DPROBE_MODE=2",),
             "tma-no-barriers": ("-DUSE_TMA", "-DPROBE_MODE=2"), "tma-copies-only": ("-DUSE_TMA", "-DPROBE_MODE=3"),
             "tma-stamps": ("-DUSE_TMA", "-DPROBE_TIMES=1")}
+if len(sys.argv) > 2 and sys.argv[2] == "call5":
+    variants = VARIANTS_CALL5
 for name, extra in variants.items():
     d = dm.MegakernelDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD, MAXLEN, extra_defines=extra)
     res = {"us": {p: replay_us(d, p) for p in (70, 300)}}
