@@ -36,6 +36,15 @@ typedef unsigned long long u64;
 #define PROBE_TIMES 0
 #endif
 
+// ---- PROBE_TIMES: thread 0's clock at NSTAMPS points of each layer (after the barrier words) -----------------
+#define NSTAMPS 20
+#if PROBE_TIMES
+__shared__ u64* stamp_row;
+#define STAMP(i) do { if (threadIdx.x == 0) stamp_row[(i)] = clock64(); } while (0)
+#else
+#define STAMP(i) do {} while (0)
+#endif
+
 // ---- float16 without cuda_fp16.h (NVRTC may not find it): conversions in PTX -------------------------------
 __device__ __forceinline__ float h2f(u32 h) {
     float f;
@@ -317,6 +326,7 @@ __device__ void phase_qkv(const u64* layer, const half_t* x, half_t* qkv, float 
     for (int i = 0; i < PER_WARP; ++i) b[i] = warp + i * WARPS < n ? h2f(bias[r0 + warp + i * WARPS]) : 0.f;
     float h[LANE_VH][8];
     normed(x, (const half_t*)layer[LN1], eps, h);
+    STAMP(11);
     const int count = (n - warp + WARPS - 1) / WARPS;
     row_dots<PER_WARP>(smem, warp, count, h, acc);
 #pragma unroll
@@ -351,6 +361,7 @@ __device__ void phase_attention(int layer, long long pos, const half_t* qkv, hal
         }
     }
     __syncthreads();
+    STAMP(12);
     float m = NEG_INF, l = 0.f, acc[HEAD_DIM];
 #pragma unroll
     for (int d = 0; d < HEAD_DIM; ++d) acc[d] = 0.f;
@@ -390,6 +401,7 @@ __device__ void phase_attention(int layer, long long pos, const half_t* qkv, hal
     }
 #pragma unroll
     for (int off = 16; off; off >>= 1) {  // merge the lanes' softmax states
+        if (off == 16) STAMP(13);
         const float m_o = __shfl_xor_sync(0xffffffffu, m, off), l_o = __shfl_xor_sync(0xffffffffu, l, off);
         const float mm = fmaxf(m, m_o);
         const float a = m == NEG_INF ? 0.f : __expf(m - mm), b = m_o == NEG_INF ? 0.f : __expf(m_o - mm);
@@ -398,6 +410,7 @@ __device__ void phase_attention(int layer, long long pos, const half_t* qkv, hal
         for (int d = 0; d < HEAD_DIM; ++d) acc[d] = acc[d] * a + __shfl_xor_sync(0xffffffffu, acc[d], off) * b;
         m = mm;
     }
+    STAMP(14);
     if (lane == 0) {
         float* w = part + warp * (HEAD_DIM + 2);
         w[0] = m;
@@ -461,6 +474,7 @@ __device__ void phase_gate_up(const u64* layer, const half_t* x, half_t* act, fl
     if (warp >= n) return;
     float h[LANE_VH][8];
     normed(x, (const half_t*)layer[LN2], eps, h);
+    STAMP(16);
     const int r0 = blockIdx.x * ROWS_GU;
     constexpr int PER_WARP = (ROWS_GU + WARPS - 1) / WARPS;
     const int count = (n - warp + WARPS - 1) / WARPS;
@@ -506,6 +520,7 @@ __device__ void phase_down(const half_t* act, half_t* x, char* smem) {
             }
         }
     }
+    STAMP(18);
     float* red = (float*)(smem + OFF_SCRATCH);
 #pragma unroll
     for (int r = 0; r < ROWS_DOWN; ++r) {
@@ -547,11 +562,8 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
 #define phase_gate_up(...) ((void)0)
 #define phase_down(...) ((void)0)
 #endif
-#if PROBE_TIMES  // per block, 10 clock stamps a layer after the barrier words
-    u64* stamps = barrier + BLOCKS + (size_t)blockIdx.x * 10 * LAYERS;
-#define STAMP(i) do { if (threadIdx.x == 0) stamps[layer * 10 + (i)] = clock64(); } while (0)
-#else
-#define STAMP(i) do {} while (0)
+#if PROBE_TIMES
+    u64* stamps = barrier + BLOCKS + (size_t)blockIdx.x * NSTAMPS * LAYERS;
 #endif
     init_slices(smem);
     for (int phase = 0; phase < 4; ++phase) issue_slice(phase, weights, smem);
@@ -561,8 +573,12 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
         // after each weighted phase its slice of the next layer is issued (cp.async: an empty group after the
         // last layer, so that the slice needed is always the 4th-newest group), between arriving and waiting
         u64 t;
+#if PROBE_TIMES
+        if (threadIdx.x == 0) stamp_row = stamps + layer * NSTAMPS;
+#endif
         STAMP(0);
         wait_phase_slice(0, layer, smem);
+        STAMP(10);
         phase_qkv(w, x, qkv, eps, smem);
         STAMP(1);
         t = grid_arrive(barrier);
@@ -583,6 +599,7 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
         grid_wait(barrier, t);
         STAMP(6);
         wait_phase_slice(2, layer, smem);
+        STAMP(15);
         phase_gate_up(w, x, act, eps, smem);
         STAMP(7);
         t = grid_arrive(barrier);
@@ -590,6 +607,7 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
         grid_wait(barrier, t);
         STAMP(8);
         wait_phase_slice(3, layer, smem);
+        STAMP(17);
         phase_down(act, x, smem);
         STAMP(9);
         if (next) {

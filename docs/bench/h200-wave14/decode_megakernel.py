@@ -136,7 +136,7 @@ class MegakernelDecoder:
         self.attn = new(heads * head_dim)
         self.act = new(inner)
         # the grid barrier's counter(s) (only grow), then room for PROBE_TIMES's clock stamps
-        self.barrier = new(blocks * (1 + 10 * len(layers)), torch.int64)
+        self.barrier = new(blocks * (1 + 20 * len(layers)), torch.int64)
         self.pointers = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64, device=device)
 
     @property
