@@ -433,6 +433,144 @@ __device__ void phase_attention(int layer, long long pos, const half_t* qkv, hal
     }
 }
 
+#ifdef ATTN_SPLIT
+// ---- attention over every block: SPLITS blocks per query head, each over a contiguous range of keys; the last
+// block of a head to finish merges the partial softmax states (ticket counter per head, only grows) --------------
+#define SPLITS (BLOCKS / HEADS)
+#if (MAX_LEN + SPLITS - 1) / SPLITS > THREADS
+#error "ATTN_SPLIT takes at most one key per thread and block"
+#endif
+struct KeyRange { long long j0, j1; };
+__device__ __forceinline__ KeyRange key_range(long long pos) {
+    const long long keys = pos < MAX_LEN ? pos + 1 : 0;
+    const long long per = (keys + SPLITS - 1) / SPLITS, j0 = (blockIdx.x % SPLITS) * per;
+    return {j0, j0 + per < keys ? j0 + per : keys};
+}
+// this thread's first key row (rows below pos were written by earlier steps), loaded before barrier 1's wait
+__device__ __forceinline__ void preload_key(int layer, long long pos, const half_t* k_cache, const half_t* v_cache,
+                                            uint4 k[HEAD_DIM / 8]) {
+    if (blockIdx.x >= HEADS * SPLITS) return;
+    const KeyRange kr = key_range(pos);
+    const long long j = kr.j0 + threadIdx.x;
+    const size_t base = ((size_t)layer * KV_HEADS + (blockIdx.x / SPLITS) / GROUP) * MAX_LEN * HEAD_DIM;
+    if (j < kr.j1 && j < pos) {
+#pragma unroll
+        for (int c = 0; c < HEAD_DIM / 8; ++c) k[c] = *((const uint4*)(k_cache + base + j * HEAD_DIM) + c);
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(v_cache + base + j * HEAD_DIM));
+    }
+}
+
+__device__ __forceinline__ float block_reduce(float v, float* red, bool is_max) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 16; off; off >>= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = is_max ? fmaxf(v, o) : v + o;
+    }
+    __syncthreads();  // red may still be read from the previous reduction
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    v = red[0];
+    for (int w = 1; w < WARPS; ++w) v = is_max ? fmaxf(v, red[w]) : v + red[w];
+    return v;
+}
+
+__device__ void phase_attention_split(int layer, long long pos, const half_t* qkv, half_t* k_cache,
+                                      half_t* v_cache, float c, float s, half_t* out, float scale, char* smem,
+                                      const uint4 kpre[HEAD_DIM / 8], float* partials, u64* tickets) {
+    if (blockIdx.x >= HEADS * SPLITS) return;
+    const int head = blockIdx.x / SPLITS, split = blockIdx.x % SPLITS, kvh = head / GROUP, tid = threadIdx.x;
+    float* qs = (float*)(smem + OFF_SCRATCH);
+    float* ks = qs + HEAD_DIM;
+    float* vs = ks + HEAD_DIM;
+    float* ps = vs + HEAD_DIM;       // THREADS probabilities, then 4 x HEAD_DIM partial sums
+    float* red = ps + THREADS;       // WARPS
+    int* last = (int*)(red + WARPS);
+    const bool inside = pos < MAX_LEN;
+    const size_t base = ((size_t)layer * KV_HEADS + kvh) * MAX_LEN * HEAD_DIM;
+    if (tid < HEAD_DIM) {
+        const int d = tid;
+        qs[d] = rotated(qkv + head * HEAD_DIM, d, c, s);
+        ks[d] = rotated(qkv + (HEADS + kvh) * HEAD_DIM, d, c, s);
+        vs[d] = h2f(ld_cg_half(qkv + (HEADS + KV_HEADS + kvh) * HEAD_DIM + d));
+        if (head % GROUP == 0 && split == 0 && inside) {  // the group's writer (nobody reads row pos from memory)
+            k_cache[base + pos * HEAD_DIM + d] = f2h(ks[d]);
+            v_cache[base + pos * HEAD_DIM + d] = f2h(vs[d]);
+        }
+    }
+    __syncthreads();
+    const KeyRange kr = key_range(pos);
+    const long long nk = kr.j1 - kr.j0;
+    float m = NEG_INF;
+    for (long long i = tid; i < nk; i += THREADS) {  // scores (one pass for nk <= THREADS)
+        const long long j = kr.j0 + i;
+        float score = 0.f;
+#pragma unroll
+        for (int cc = 0; cc < HEAD_DIM / 8; ++cc) {
+            float k[8];
+            if (j == pos) {
+#pragma unroll
+                for (int e = 0; e < 8; ++e) k[e] = ks[cc * 8 + e];
+            } else {
+                unpack8(i == tid ? kpre[cc] : *((const uint4*)(k_cache + base + j * HEAD_DIM) + cc), k);
+            }
+#pragma unroll
+            for (int e = 0; e < 8; ++e) score += k[e] * qs[cc * 8 + e];
+        }
+        score *= scale;
+        if (i < THREADS) ps[i] = score;  // kept for the probabilities (nk > THREADS: recomputed below)
+        m = fmaxf(m, score);
+    }
+    const float mx = block_reduce(m, red, true);
+    float l = 0.f;
+    for (long long i = tid; i < nk && i < THREADS; i += THREADS) {
+        const float p = __expf(ps[i] - mx);
+        ps[i] = p;
+        l += p;
+    }
+    const float den = block_reduce(l, red, false);  // its __syncthreads also publish ps
+    // acc[d] = sum_i p_i v_i[d]: thread (d, quarter) over keys i = quarter, quarter + 4, ...
+    const int d = tid % HEAD_DIM, quarter = tid / HEAD_DIM, quarters = THREADS / HEAD_DIM;
+    float acc = 0.f;
+    for (long long i = quarter; i < nk && i < THREADS; i += quarters) {
+        const long long j = kr.j0 + i;
+        const float v = j == pos ? vs[d] : h2f(v_cache[base + j * HEAD_DIM + d]);
+        acc += ps[i] * v;
+    }
+    __syncthreads();
+    ps[quarter * HEAD_DIM + d] = acc;
+    __syncthreads();
+    float* mine = partials + ((size_t)head * SPLITS + split) * (HEAD_DIM + 2);
+    if (tid < HEAD_DIM) {
+        float sum = 0.f;
+        for (int q = 0; q < quarters; ++q) sum += ps[q * HEAD_DIM + tid];
+        mine[2 + tid] = sum;
+        if (tid == 0) { mine[0] = mx; mine[1] = den; }
+    }
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        const u64 ticket = atomicAdd((unsigned long long*)(tickets + head), 1ull);
+        __threadfence();
+        *last = ticket % SPLITS == SPLITS - 1;
+    }
+    __syncthreads();
+    if (*last && tid < HEAD_DIM) {  // merge the head's SPLITS partial states
+        const float* all = partials + (size_t)head * SPLITS * (HEAD_DIM + 2);
+        float mm = NEG_INF;
+        for (int q = 0; q < SPLITS; ++q) mm = fmaxf(mm, __ldcg(all + q * (HEAD_DIM + 2)));
+        float num = 0.f, tot = 0.f;
+        for (int q = 0; q < SPLITS; ++q) {
+            const float mq = __ldcg(all + q * (HEAD_DIM + 2));
+            const float e = mq == NEG_INF ? 0.f : __expf(mq - mm);
+            tot += __ldcg(all + q * (HEAD_DIM + 2) + 1) * e;
+            num += __ldcg(all + q * (HEAD_DIM + 2) + 2 + tid) * e;
+        }
+        out[head * HEAD_DIM + tid] = f2h(inside ? num / tot : 0.f);
+    }
+}
+#endif
+
 // the head's cache rows below pos (written by earlier steps) fetched into L2 before the q/k/v are awaited
 __device__ __forceinline__ void prefetch_keys(int layer, long long pos, const half_t* k_cache, const half_t* v_cache) {
     const size_t base = ((size_t)layer * KV_HEADS + blockIdx.x / GROUP) * MAX_LEN * HEAD_DIM;
@@ -583,10 +721,19 @@ qwen_decode_layers(const u64* __restrict__ weights, half_t* x, half_t* qkv, half
         STAMP(1);
         t = grid_arrive(barrier);
         if (next) issue_slice(0, next, smem); else commit();
+#ifdef ATTN_SPLIT
+        uint4 kpre[HEAD_DIM / 8];
+        preload_key(layer, pos, k_cache, v_cache, kpre);
+        grid_wait(barrier, t);
+        STAMP(2);
+        phase_attention_split(layer, pos, qkv, k_cache, v_cache, rot_c, rot_s, attn, scale, smem, kpre,
+                              (float*)(barrier + BLOCKS * (1 + NSTAMPS * LAYERS)), barrier + 16);
+#else
         if (blockIdx.x < HEADS) prefetch_keys(layer, pos, k_cache, v_cache);
         grid_wait(barrier, t);
         STAMP(2);
         if (blockIdx.x < HEADS) phase_attention(layer, pos, qkv, k_cache, v_cache, rot_c, rot_s, attn, scale, smem);
+#endif
         STAMP(3);
         grid_sync(barrier);
         STAMP(4);

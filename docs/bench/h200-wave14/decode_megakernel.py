@@ -135,8 +135,9 @@ class MegakernelDecoder:
         self.qkv = new(first.w_qkv.shape[0])
         self.attn = new(heads * head_dim)
         self.act = new(inner)
-        # the grid barrier's counter(s) (only grow), then room for PROBE_TIMES's clock stamps
-        self.barrier = new(blocks * (1 + 20 * len(layers)), torch.int64)
+        # the grid barrier's counter(s) (only grow; ATTN_SPLIT's per-head tickets at 16..), room for PROBE_TIMES's
+        # clock stamps, then ATTN_SPLIT's partial softmax states (float32, more room than needed)
+        self.barrier = new(blocks * (1 + 20 * len(layers)) + heads * (blocks // heads) * (head_dim + 2), torch.int64)
         self.pointers = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64, device=device)
 
     @property

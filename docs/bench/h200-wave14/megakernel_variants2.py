@@ -71,11 +71,17 @@ VARIANTS_CALL5 = {"tma": ("-DUSE_TMA",), "tma-no-fence": ("-DUSE_TMA", "-DNO_FEN
                   "tma-prefetch-norms": ("-DUSE_TMA", "-DPREFETCH_NORMS"),
                   "tma-both": ("-DUSE_TMA", "-DNO_FENCE", "-DPREFETCH_NORMS"),
                   "tma-both-stamps": ("-DUSE_TMA", "-DNO_FENCE", "-DPREFETCH_NORMS", "-DPROBE_TIMES=1")}
+VARIANTS_CALL7 = {"tma-no-fence": ("-DUSE_TMA", "-DNO_FENCE"),
+                  "split-attention": ("-DUSE_TMA", "-DNO_FENCE", "-DATTN_SPLIT"),
+                  "split-attention-prefetch-norms": ("-DUSE_TMA", "-DNO_FENCE", "-DATTN_SPLIT", "-DPREFETCH_NORMS")}
 variants = {"cp.async": (), "tma": ("-DUSE_TMA",), "cp.async-no-barriers": ("-DPROBE_MODE=2",),
             "tma-no-barriers": ("-DUSE_TMA", "-DPROBE_MODE=2"), "tma-copies-only": ("-DUSE_TMA", "-DPROBE_MODE=3"),
             "tma-stamps": ("-DUSE_TMA", "-DPROBE_TIMES=1")}
 if len(sys.argv) > 2 and sys.argv[2] == "call5":
     variants = VARIANTS_CALL5
+if len(sys.argv) > 2 and sys.argv[2] == "call7":  # more positions checked: split edges, one key per block
+    variants = VARIANTS_CALL7
+    ref.update({pos: logits_at(tri, pos, cache0.clone(), rows[pos % 64]) for pos in (1, 7, 8, 9, 255, 256, 1000)})
 for name, extra in variants.items():
     d = dm.MegakernelDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD, MAXLEN, extra_defines=extra)
     res = {"us": {p: replay_us(d, p) for p in (70, 300)}}
