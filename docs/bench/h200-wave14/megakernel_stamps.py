@@ -33,7 +33,7 @@ ORDER = [(0, "top"), (10, "qkv slice ready"), (11, "qkv normed"), (1, "qkv done"
          (5, "output done"), (6, "barrier 3"), (15, "gu slice ready"), (16, "gu normed"), (7, "gu done"),
          (8, "barrier 4"), (17, "down slice ready"), (18, "down math"), (9, "down done")]
 d = dm.MegakernelDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD, MAXLEN,
-                         extra_defines=("-DUSE_TMA", "-DNO_FENCE", "-DPREFETCH_NORMS", "-DPROBE_TIMES=1"))
+                         extra_defines=("-DUSE_TMA", "-DNO_FENCE", "-DPREFETCH_NORMS", "-DATTN_SPLIT", "-DPROBE_TIMES=1"))
 out = {}
 for pos in (70, 300):
     logits = torch.zeros(V, device=dev)
@@ -42,7 +42,7 @@ for pos in (70, 300):
         d.x.copy_(row)
         d.step(caches[0], caches[1], cos, sin, torch.tensor([pos], device=dev), logits)
     torch.cuda.synchronize()
-    st = d.barrier[d.plan.blocks:].view(d.plan.blocks, L, 20).double().cpu()
+    st = d.barrier[d.plan.blocks:d.plan.blocks * (1 + 20 * L)].view(d.plan.blocks, L, 20).double().cpu()
     segs = {}
     for b in range(d.plan.blocks):
         seen = [(i, n) for i, n in ORDER if bool((st[b, 1:-1, i] > 0).all())]

@@ -90,7 +90,7 @@ for name, extra in variants.items():
                                        for p in ref)
     if "-DPROBE_TIMES=1" in extra:
         logits_at(d, 70, cache0.clone(), rows[0])
-        st = d.barrier[d.plan.blocks:].view(d.plan.blocks, L, 20)[:, :, :10].double().cpu()
+        st = d.barrier[d.plan.blocks:d.plan.blocks * (1 + 20 * L)].view(d.plan.blocks, L, 20)[:, :, :10].double().cpu()
         seg = st.diff(dim=2)  # segment i: stamp i -> i+1 (cycles)
         names = ["qkv (wait+math)", "barrier 1", "attention", "barrier 2", "output (wait+math)", "barrier 3",
                  "gate/up (wait+math)", "barrier 4", "down (wait+math)"]
