@@ -499,6 +499,7 @@ __device__ void phase_attention_split(int layer, long long pos, const half_t* qk
         }
     }
     __syncthreads();
+    STAMP(12);
     const KeyRange kr = key_range(pos);
     const long long nk = kr.j1 - kr.j0;
     float m = NEG_INF;
@@ -529,6 +530,7 @@ __device__ void phase_attention_split(int layer, long long pos, const half_t* qk
         l += p;
     }
     const float den = block_reduce(l, red, false);  // its __syncthreads also publish ps
+    STAMP(13);
     // acc[d] = sum_i p_i v_i[d]: thread (d, quarter) over keys i = quarter, quarter + 4, ...
     const int d = tid % HEAD_DIM, quarter = tid / HEAD_DIM, quarters = THREADS / HEAD_DIM;
     float acc = 0.f;
@@ -555,6 +557,7 @@ __device__ void phase_attention_split(int layer, long long pos, const half_t* qk
         *last = ticket % SPLITS == SPLITS - 1;
     }
     __syncthreads();
+    STAMP(14);
     if (*last && tid < HEAD_DIM) {  // merge the head's SPLITS partial states
         const float* all = partials + (size_t)head * SPLITS * (HEAD_DIM + 2);
         float mm = NEG_INF;

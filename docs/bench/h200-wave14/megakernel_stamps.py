@@ -28,6 +28,7 @@ cache0 = (torch.randn(2, L, 1, KV, MAXLEN, HD, generator=g) * 0.5).to(dev, torch
 row = torch.randn(H, generator=g).to(dev, torch.float16)
 # the points in the order a layer passes them (12-14 only in the attention blocks, 11 / 16 only where the warp
 # 0 of the block has rows)
+# (with ATTN_SPLIT, 12-14 are: rotated, probabilities, partial state stored and ticket taken)
 ORDER = [(0, "top"), (10, "qkv slice ready"), (11, "qkv normed"), (1, "qkv done"), (2, "barrier 1"),
          (12, "attn rotated"), (13, "attn keys"), (14, "attn lanes merged"), (3, "attn done"), (4, "barrier 2"),
          (5, "output done"), (6, "barrier 3"), (15, "gu slice ready"), (16, "gu normed"), (7, "gu done"),
