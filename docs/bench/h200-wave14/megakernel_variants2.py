@@ -74,18 +74,24 @@ VARIANTS_CALL5 = {"tma": ("-DUSE_TMA",), "tma-no-fence": ("-DUSE_TMA", "-DNO_FEN
 VARIANTS_CALL7 = {"tma-no-fence": ("-DUSE_TMA", "-DNO_FENCE"),
                   "split-attention": ("-DUSE_TMA", "-DNO_FENCE", "-DATTN_SPLIT"),
                   "split-attention-prefetch-norms": ("-DUSE_TMA", "-DNO_FENCE", "-DATTN_SPLIT", "-DPREFETCH_NORMS")}
+BEST = ("-DUSE_TMA", "-DNO_FENCE", "-DATTN_SPLIT")
+VARIANTS_CALL9 = {"split-attention": BEST, "split-attention-evict-first": BEST + ("-DEVICT_FIRST",),
+                  "split-attention-no-stream (wrong results)": BEST + ("-DPROBE_MODE=4",),
+                  "split-attention-no-stream-no-barriers (wrong results)": BEST + ("-DPROBE_MODE=4", "-DPROBE_MODE_NB")}
 variants = {"cp.async": (), "tma": ("-DUSE_TMA",), "cp.async-no-barriers": ("-DPROBE_MODE=2",),
             "tma-no-barriers": ("-DUSE_TMA", "-DPROBE_MODE=2"), "tma-copies-only": ("-DUSE_TMA", "-DPROBE_MODE=3"),
             "tma-stamps": ("-DUSE_TMA", "-DPROBE_TIMES=1")}
 if len(sys.argv) > 2 and sys.argv[2] == "call5":
     variants = VARIANTS_CALL5
+if len(sys.argv) > 2 and sys.argv[2] == "call9":
+    variants = VARIANTS_CALL9
 if len(sys.argv) > 2 and sys.argv[2] == "call7":  # more positions checked: split edges, one key per block
     variants = VARIANTS_CALL7
     ref.update({pos: logits_at(tri, pos, cache0.clone(), rows[pos % 64]) for pos in (1, 7, 8, 9, 255, 256, 1000)})
 for name, extra in variants.items():
     d = dm.MegakernelDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD, MAXLEN, extra_defines=extra)
     res = {"us": {p: replay_us(d, p) for p in (70, 300)}}
-    if "PROBE_MODE" not in " ".join(extra):
+    if "PROBE_MODE" not in " ".join(extra) and "wrong" not in name:
         res["max_abs_vs_triton"] = max((logits_at(d, p, cache0.clone(), rows[p % 64]) - ref[p]).abs().max().item()
                                        for p in ref)
     if "-DPROBE_TIMES=1" in extra:
