@@ -17,20 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
 from cosydesk.runtime.backends.cudagraph import decode_kernels as dk  # noqa: E402
-from cosydesk.runtime.backends.cudagraph.qwen import LayerWeights
-
-L, H, I, NH, KV, HD, V, MAXLEN = 24, 896, 4864, 14, 2, 64, 6564, 1536
-dev = torch.device("cuda")
-g = torch.Generator().manual_seed(0)
-r = lambda *s, k=0.03: (torch.randn(*s, generator=g) * k).to(dev, torch.float16)  # noqa: E731
-layers = [LayerWeights(1 + r(H, k=0.1), r((NH + 2 * KV) * HD, H), r((NH + 2 * KV) * HD, k=0.3), r(H, H),
-                       1 + r(H, k=0.1), r(2 * I, H), r(H, I), 1e-6) for _ in range(L)]
-norm, head_w, head_b = 1 + r(H, k=0.1), r(V, H, k=0.05), r(V, k=0.1)
-inv = 1.0 / (1e6 ** (torch.arange(0, HD, 2, dtype=torch.float32) / HD))
-table = torch.cat([torch.outer(torch.arange(MAXLEN, dtype=torch.float32), inv)] * 2, -1)
-cos, sin = table.cos().to(dev), table.sin().to(dev)
-cache0 = (torch.randn(2, L, 1, KV, MAXLEN, HD, generator=g) * 0.5).to(dev, torch.float16)
-rows = torch.randn(64, H, generator=g).to(dev, torch.float16)
+from probe_setup import HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, replay_us, rows, sin  # noqa: E402,E501
 
 out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "cases": {}, "timing_us": {}}
 t0 = time.time()
@@ -79,28 +66,8 @@ print("sequence max abs", out["sequence_max_abs"], flush=True)
 # timing: each step captured in a graph, replayed back to back
 for pos in (70, 300, 1000):
     for name, d in (("triton", tri), ("mega", mega)):
-        caches = cache0.clone()
-        logits = torch.zeros(V, device=dev)
-        position = torch.tensor([pos], device=dev)
-        body = lambda: d.step(caches[0], caches[1], cos, sin, position, logits)  # noqa: E731
-        body()
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            body()
-        for _ in range(20):
-            graph.replay()
-        times = []
-        for _ in range(20):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(50):
-                graph.replay()
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b) * 1000 / 50)
-        times.sort()
-        out["timing_us"][f"{name}@{pos}"] = round(times[len(times) // 2], 1)
-        print(name, pos, "median us/step", round(times[len(times) // 2], 1), "min", round(times[0], 1), flush=True)
+        median, fastest = replay_us(d, pos)
+        out["timing_us"][f"{name}@{pos}"] = median
+        print(name, pos, "median us/step", median, "min", fastest, flush=True)
 
 json.dump(out, open(sys.argv[1], "w"), indent=1)

@@ -12,20 +12,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
-from cosydesk.runtime.backends.cudagraph.qwen import LayerWeights  # noqa: E402
+from probe_setup import L, HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, rows, sin  # noqa: E402,E501
 
-L, H, I, NH, KV, HD, V, MAXLEN = 24, 896, 4864, 14, 2, 64, 6564, 1536
-dev = torch.device("cuda")
-g = torch.Generator().manual_seed(0)
-r = lambda *s, k=0.03: (torch.randn(*s, generator=g) * k).to(dev, torch.float16)  # noqa: E731
-layers = [LayerWeights(1 + r(H, k=0.1), r((NH + 2 * KV) * HD, H), r((NH + 2 * KV) * HD, k=0.3), r(H, H),
-                       1 + r(H, k=0.1), r(2 * I, H), r(H, I), 1e-6) for _ in range(L)]
-norm, head_w, head_b = 1 + r(H, k=0.1), r(V, H, k=0.05), r(V, k=0.1)
-inv = 1.0 / (1e6 ** (torch.arange(0, HD, 2, dtype=torch.float32) / HD))
-table = torch.cat([torch.outer(torch.arange(MAXLEN, dtype=torch.float32), inv)] * 2, -1)
-cos, sin = table.cos().to(dev), table.sin().to(dev)
-cache0 = (torch.randn(2, L, 1, KV, MAXLEN, HD, generator=g) * 0.5).to(dev, torch.float16)
-row = torch.randn(H, generator=g).to(dev, torch.float16)
+row = rows[0]
 # the points in the order a layer passes them (12-14 only in the attention blocks, 11 / 16 only where the warp
 # 0 of the block has rows)
 # (with ATTN_SPLIT, 12-14 are: rotated, probabilities, partial state stored and ticket taken)

@@ -1,7 +1,8 @@
 """H200 probe 2: where the megakernel's step time goes. Variants of decode_megakernel.cu (macros): the arrival
 counter or per-block flags as the grid barrier; each alone (PROBE_MODE=1: the 119 barriers, nothing else) and
-without barriers (PROBE_MODE=2: the phases alone, wrong results). Graph replays at position 70, median of 20
-batches of 50. Writes JSON to argv[1]."""
+without barriers (PROBE_MODE=2: the phases alone, wrong results; PROBE_MODE=3: only the weight copies and their
+waits). Graph replays at position 70 (``probe_setup.replay_us``; until call 10 the replayed graph also copied
+the input row). Writes JSON to argv[1]."""
 
 import json
 import sys
@@ -12,20 +13,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
-from cosydesk.runtime.backends.cudagraph.qwen import LayerWeights
+from probe_setup import HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, replay_us, rows, sin  # noqa: E402,E501
 
-L, H, I, NH, KV, HD, V, MAXLEN = 24, 896, 4864, 14, 2, 64, 6564, 1536
-dev = torch.device("cuda")
-g = torch.Generator().manual_seed(0)
-r = lambda *s, k=0.03: (torch.randn(*s, generator=g) * k).to(dev, torch.float16)  # noqa: E731
-layers = [LayerWeights(1 + r(H, k=0.1), r((NH + 2 * KV) * HD, H), r((NH + 2 * KV) * HD, k=0.3), r(H, H),
-                       1 + r(H, k=0.1), r(2 * I, H), r(H, I), 1e-6) for _ in range(L)]
-norm, head_w, head_b = 1 + r(H, k=0.1), r(V, H, k=0.05), r(V, k=0.1)
-inv = 1.0 / (1e6 ** (torch.arange(0, HD, 2, dtype=torch.float32) / HD))
-table = torch.cat([torch.outer(torch.arange(MAXLEN, dtype=torch.float32), inv)] * 2, -1)
-cos, sin = table.cos().to(dev), table.sin().to(dev)
-cache0 = (torch.randn(2, L, 1, KV, MAXLEN, HD, generator=g) * 0.5).to(dev, torch.float16)
-row = torch.randn(H, generator=g).to(dev, torch.float16)
+row = rows[0]
 variants = {"counter": (), "flags": ("-DFLAG_BARRIER",), "counter-barriers-only": ("-DPROBE_MODE=1",),
             "flags-barriers-only": ("-DFLAG_BARRIER", "-DPROBE_MODE=1"), "no-barriers": ("-DPROBE_MODE=2",),
             "copies-only": ("-DPROBE_MODE=3",)}
@@ -46,21 +36,6 @@ for name, extra in variants.items():
     if ref is None:
         ref = logits.clone()
     diff = (logits - ref).abs().max().item()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        body()
-    for _ in range(20):
-        graph.replay()
-    times = []
-    for _ in range(20):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(50):
-            graph.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1000 / 50)
-    times.sort()
-    out[name] = {"us": round(times[10], 1), "max_abs_vs_counter": diff}
+    out[name] = {"us": replay_us(d, 70)[0], "max_abs_vs_counter": diff}
     print(name, out[name], flush=True)
 json.dump(out, open(sys.argv[1], "w"), indent=1)

@@ -15,21 +15,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
 from cosydesk.runtime.backends.cudagraph import decode_kernels as dk  # noqa: E402
-from cosydesk.runtime.backends.cudagraph.qwen import LayerWeights  # noqa: E402
-
-L, H, I, NH, KV, HD, V, MAXLEN = 24, 896, 4864, 14, 2, 64, 6564, 1536
-dev = torch.device("cuda")
-g = torch.Generator().manual_seed(0)
-r = lambda *s, k=0.03: (torch.randn(*s, generator=g) * k).to(dev, torch.float16)  # noqa: E731
-layers = [LayerWeights(1 + r(H, k=0.1), r((NH + 2 * KV) * HD, H), r((NH + 2 * KV) * HD, k=0.3), r(H, H),
-                       1 + r(H, k=0.1), r(2 * I, H), r(H, I), 1e-6) for _ in range(L)]
-norm, head_w, head_b = 1 + r(H, k=0.1), r(V, H, k=0.05), r(V, k=0.1)
-inv = 1.0 / (1e6 ** (torch.arange(0, HD, 2, dtype=torch.float32) / HD))
-table = torch.cat([torch.outer(torch.arange(MAXLEN, dtype=torch.float32), inv)] * 2, -1)
-cos, sin = table.cos().to(dev), table.sin().to(dev)
-cache0 = (torch.randn(2, L, 1, KV, MAXLEN, HD, generator=g) * 0.5).to(dev, torch.float16)
-rows = torch.randn(64, H, generator=g).to(dev, torch.float16)
-
+from probe_setup import L, HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, rows, sin  # noqa: E402,E501
+from probe_setup import replay_us as timed  # noqa: E402
 
 def logits_at(d, pos, caches, row):
     logits = torch.zeros(V, device=dev)
@@ -40,27 +27,7 @@ def logits_at(d, pos, caches, row):
 
 
 def replay_us(d, pos):
-    caches = cache0.clone()
-    logits = torch.zeros(V, device=dev)
-    position = torch.tensor([pos], device=dev)
-    body = lambda: d.step(caches[0], caches[1], cos, sin, position, logits)  # noqa: E731
-    body()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        body()
-    for _ in range(20):
-        graph.replay()
-    times = []
-    for _ in range(20):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(50):
-            graph.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1000 / 50)
-    return round(sorted(times)[10], 1)
+    return timed(d, pos)[0]
 
 
 tri = dk.TritonDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD)
