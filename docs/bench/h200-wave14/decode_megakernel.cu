@@ -248,7 +248,9 @@ __device__ __forceinline__ void grid_sync(u64* flags) {
     }
     __syncthreads();
 }
-__device__ __forceinline__ u64 grid_arrive(u64*) { return 0; }
+// (the block's __syncthreads here: the caller refills shared memory before grid_wait; fixed after call 10,
+// whose "flags" run lacked it and read half-refilled slices)
+__device__ __forceinline__ u64 grid_arrive(u64*) { __syncthreads(); return 0; }
 __device__ __forceinline__ void grid_wait(u64* flags, u64) { grid_sync(flags); }
 #endif
 
