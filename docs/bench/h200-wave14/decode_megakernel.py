@@ -9,7 +9,7 @@ the grid waits at the barriers between the phases, so the traffic runs under the
 them. The final norm + ``llm_decoder`` stay the Triton ``rms_gemv`` of ``decode_kernels``.
 
 It needs every block resident at once (one per SM, ~227 KB of shared memory each at the Qwen2-0.5B shape):
-``plan`` says whether a GPU can hold it, and the caller falls back to the Triton step where not. The kernel
+``plan`` and ``fits`` say whether a GPU can hold it. The kernel
 is compiled at load by torch's NVRTC wrapper (no nvcc needed) for the GPU it runs on.
 """
 
@@ -24,6 +24,7 @@ import torch
 from cosydesk.runtime.backends.cudagraph import decode_kernels
 
 THREADS = 256
+STAMPS = 20  # PROBE_TIMES's clock stamps a layer (NSTAMPS in the .cu)
 SOURCE = "decode_megakernel.cu"
 KERNEL = "qwen_decode_layers"
 
@@ -121,7 +122,7 @@ class MegakernelDecoder:
         dims = dict(hidden=hidden, inner=inner, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                     layers=len(layers), max_len=max_len)
         self.kernel = compile_kernel(self.plan, dims, extra=extra_defines)
-        self.layers, self.heads, self.kv_heads, self.max_len = layers, heads, kv_heads, max_len
+        self.layers, self.max_len = layers, max_len  # the layers keep alive the weights ``pointers`` addresses
         self.eps, self.scale = float(first.eps), head_dim ** -0.5
         self.final_norm, self.final_eps = final_norm, final_eps
         self.head_weight, self.head_bias = head_weight, head_bias
@@ -137,8 +138,14 @@ class MegakernelDecoder:
         self.act = new(inner)
         # the grid barrier's counter(s) (only grow; ATTN_SPLIT's per-head tickets at 16..), room for PROBE_TIMES's
         # clock stamps, then ATTN_SPLIT's partial softmax states (float32, more room than needed)
-        self.barrier = new(blocks * (1 + 20 * len(layers)) + heads * (blocks // heads) * (head_dim + 2), torch.int64)
+        self.barrier = new(blocks * (1 + STAMPS * len(layers)) + heads * (blocks // heads) * (head_dim + 2),
+                           torch.int64)
         self.pointers = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64, device=device)
+
+    def stamps(self) -> torch.Tensor:
+        """PROBE_TIMES's clock stamps of the last launch, [blocks, layers, STAMPS] (SM cycles, on the host)."""
+        blocks, layers = self.plan.blocks, len(self.layers)
+        return self.barrier[blocks:blocks * (1 + STAMPS * layers)].view(blocks, layers, STAMPS).double().cpu()
 
     @property
     def uses_pdl(self) -> bool:

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
 from cosydesk.runtime.backends.cudagraph import decode_kernels as dk  # noqa: E402
-from probe_setup import HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, replay_us, rows, sin  # noqa: E402,E501
+from probe_setup import HD, KV, MAXLEN, NH, V, cache0, dev, head_b, head_w, layers, norm, replay_us, rows, run_step  # noqa: E402,E501
 
 out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "cases": {}, "timing_us": {}}
 t0 = time.time()
@@ -28,18 +28,13 @@ tri = dk.TritonDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD)
 print("plan", mega.plan, "compile", out["compile_s"], "s", flush=True)
 
 
-def run(decoder, caches, pos, row, logits):
-    decoder.x.copy_(row)
-    decoder.step(caches[0], caches[1], cos, sin, torch.tensor([pos], device=dev), logits)
-
-
 # numerics: one step at several positions, each from the same cache
 for pos in (0, 1, 70, 255, 256, 300, 1000, MAXLEN - 1):
     res = {}
     for name, d in (("triton", tri), ("mega", mega)):
         caches = cache0.clone()
         logits = torch.zeros(V, device=dev)
-        run(d, caches, pos, rows[pos % 64], logits)
+        run_step(d, caches, pos, rows[pos % 64], logits)
         torch.cuda.synchronize()
         res[name] = (logits, caches)
     lt, lm = res["triton"][0], res["mega"][0]
@@ -57,7 +52,7 @@ for name, d in (("triton", tri), ("mega", mega)):
     logits = torch.zeros(V, device=dev)
     got = []
     for i in range(40):
-        run(d, caches, 100 + i, rows[i], logits)
+        run_step(d, caches, 100 + i, rows[i], logits)
         got.append(logits.clone())
     seq[name] = torch.stack(got)
 out["sequence_max_abs"] = (seq["triton"] - seq["mega"]).abs().max().item()

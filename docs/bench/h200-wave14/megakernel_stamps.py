@@ -12,7 +12,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
-from probe_setup import L, HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, rows, sin  # noqa: E402,E501
+from probe_setup import HD, KV, MAXLEN, NH, V, cache0, dev, head_b, head_w, layers, norm, rows, run_step  # noqa: E402,E501
 
 row = rows[0]
 # the points in the order a layer passes them (12-14 only in the attention blocks, 11 / 16 only where the warp
@@ -29,10 +29,9 @@ for pos in (70, 300):
     logits = torch.zeros(V, device=dev)
     caches = cache0.clone()
     for _ in range(5):  # warm; the last run's stamps are read
-        d.x.copy_(row)
-        d.step(caches[0], caches[1], cos, sin, torch.tensor([pos], device=dev), logits)
+        run_step(d, caches, pos, row, logits)
     torch.cuda.synchronize()
-    st = d.barrier[d.plan.blocks:d.plan.blocks * (1 + 20 * L)].view(d.plan.blocks, L, 20).double().cpu()
+    st = d.stamps()
     segs = {}
     for b in range(d.plan.blocks):
         seen = [(i, n) for i, n in ORDER if bool((st[b, 1:-1, i] > 0).all())]

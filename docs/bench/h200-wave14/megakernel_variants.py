@@ -13,7 +13,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
-from probe_setup import HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, replay_us, rows, sin  # noqa: E402,E501
+from probe_setup import HD, KV, MAXLEN, NH, V, cache0, dev, head_b, head_w, layers, norm, replay_us, rows, run_step  # noqa: E402,E501
 
 row = rows[0]
 variants = {"counter": (), "flags": ("-DFLAG_BARRIER",), "counter-barriers-only": ("-DPROBE_MODE=1",),
@@ -25,13 +25,7 @@ for name, extra in variants.items():
     d = dm.MegakernelDecoder(layers, norm, 1e-6, head_w, head_b, NH, KV, HD, MAXLEN, extra_defines=extra)
     caches = cache0.clone()
     logits = torch.zeros(V, device=dev)
-    position = torch.tensor([70], device=dev)
-
-    def body():
-        d.x.copy_(row)
-        d.step(caches[0], caches[1], cos, sin, position, logits)
-
-    body()
+    run_step(d, caches, 70, row, logits)
     torch.cuda.synchronize()
     if ref is None:
         ref = logits.clone()

@@ -15,13 +15,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import decode_megakernel as dm  # noqa: E402  (beside this script)
 
 from cosydesk.runtime.backends.cudagraph import decode_kernels as dk  # noqa: E402
-from probe_setup import L, HD, KV, MAXLEN, NH, V, cache0, cos, dev, head_b, head_w, layers, norm, rows, sin  # noqa: E402,E501
+from probe_setup import HD, KV, MAXLEN, NH, V, cache0, dev, head_b, head_w, layers, norm, rows, run_step  # noqa: E402,E501
 from probe_setup import replay_us as timed  # noqa: E402
 
 def logits_at(d, pos, caches, row):
     logits = torch.zeros(V, device=dev)
-    d.x.copy_(row)
-    d.step(caches[0], caches[1], cos, sin, torch.tensor([pos], device=dev), logits)
+    run_step(d, caches, pos, row, logits)
     torch.cuda.synchronize()
     return logits
 
@@ -63,7 +62,7 @@ for name, extra in variants.items():
                                        for p in ref)
     if "-DPROBE_TIMES=1" in extra:
         logits_at(d, 70, cache0.clone(), rows[0])
-        st = d.barrier[d.plan.blocks:d.plan.blocks * (1 + 20 * L)].view(d.plan.blocks, L, 20)[:, :, :10].double().cpu()
+        st = d.stamps()[:, :, :10]
         seg = st.diff(dim=2)  # segment i: stamp i -> i+1 (cycles)
         names = ["qkv (wait+math)", "barrier 1", "attention", "barrier 2", "output (wait+math)", "barrier 3",
                  "gate/up (wait+math)", "barrier 4", "down (wait+math)"]

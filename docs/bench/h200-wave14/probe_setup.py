@@ -20,6 +20,12 @@ cache0 = (torch.randn(2, L, 1, KV, MAXLEN, HD, generator=g) * 0.5).to(dev, torch
 rows = torch.randn(64, H, generator=g).to(dev, torch.float16)  # the scripts' single "row" was rows[0]
 
 
+def run_step(d, caches, pos: int, row, logits) -> None:
+    """One step of decoder ``d`` from ``row`` at ``pos`` on ``caches`` (k, v), logits into ``logits``."""
+    d.x.copy_(row)
+    d.step(caches[0], caches[1], cos, sin, torch.tensor([pos], device=dev), logits)
+
+
 def replay_us(d, pos: int) -> tuple[float, float]:
     """Median and min µs of decoder ``d``'s step at ``pos``, captured in a CUDA graph and replayed back to back
     (20 warm-up replays, then 20 batches of 50 timed with CUDA events)."""
